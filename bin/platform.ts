@@ -1,0 +1,56 @@
+import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
+import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
+import { createBackend } from '../lib/backend/create.js'
+import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'
+import { buildRouter } from '../lib/platform/routes.js'
+import { runUsersCommand } from '../lib/platform/users-cli.js'
+import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
+
+/** SIGTERM: finish in-flight requests, then exit; never later than this. */
+const SHUTDOWN_GRACE_MS = 9_000
+
+async function serve(config: Readonly<PlatformConfig>): Promise<void> {
+  const catalogue = await CatalogueHolder.open(config)
+  const backend = await createBackend(config)
+  await backend.syncLeaderboards([...catalogue.current().leaderboards.values()])
+  const router = buildRouter({ config, backend, catalogue: () => catalogue.current(), now: Date.now })
+  const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
+  attachTerminalProxy(server, config)
+  server.listen(config.port, config.host, () => {
+    const address = server.address()
+    const port = typeof address === 'object' && address ? address.port : config.port
+    logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
+  })
+  process.on('SIGHUP', () => {
+    void catalogue.reload().then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
+  })
+  const stop = async (): Promise<void> => {
+    logLine({ event: 'platform.stopping' })
+    await closeGracefully(server, SHUTDOWN_GRACE_MS)
+    await backend.close()
+    process.exit(0)
+  }
+  process.once('SIGTERM', () => void stop())
+  process.once('SIGINT', () => void stop())
+}
+
+async function main(): Promise<void> {
+  let config: Readonly<PlatformConfig>
+  try {
+    config = loadPlatformConfig()
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    process.stderr.write(`config: ${err.message}\n`)
+    process.exit(2)
+  }
+  const [command, ...args] = process.argv.slice(2)
+  if (command === 'check') process.exit(await runCheck(config))
+  if (command === 'users') process.exit(await runUsersCommand(config, args))
+  if (command !== undefined) {
+    process.stderr.write(`usage: platform [check | users grant|revoke <username> <role> | users list]\n`)
+    process.exit(64)
+  }
+  await serve(config)
+}
+
+void main()

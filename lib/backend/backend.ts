@@ -1,0 +1,121 @@
+import type { Rule } from '../limiter.js'
+
+/**
+ * The game-backend seam. The platform's routes call only this; the embedded backend (SQLite) and
+ * the Nakama backend implement it. Shaped after Nakama's API (../shared/nakama-api.md): sign-in
+ * returns a session token and a refresh token, records follow Nakama's operators and ranks.
+ * Errors are HttpErrors with the contract's codes (USERNAME_TAKEN, INVALID_CREDENTIALS,
+ * NO_SESSION, LEADERBOARD_NOT_FOUND, BACKEND_UNAVAILABLE, RATE_LIMITED).
+ */
+export interface Backend {
+  readonly kind: 'embedded' | 'nakama'
+
+  /** Create a guest account and sign it in (Nakama: authenticate/custom with a random id). */
+  authenticateGuest(): Promise<BackendSession>
+  /** Create an account with a password and sign it in; 409 USERNAME_TAKEN when the name is taken. */
+  register(username: string, password: string): Promise<BackendSession>
+  /** Sign in with a password; 401 INVALID_CREDENTIALS when the name or password is wrong. */
+  login(username: string, password: string): Promise<BackendSession>
+  /** New session token (and refresh token) from a refresh token; 401 NO_SESSION when it is revoked or expired. */
+  refresh(refreshToken: string): Promise<BackendSession>
+  /** Whether a refresh token is still good (signature, expiry, not revoked); checked on every request. */
+  sessionActive(refreshToken: string): Promise<boolean>
+  /** Revoke the session the refresh token belongs to, and only that one. */
+  logout(session: { token: string; refreshToken: string }): Promise<void>
+
+  /** The account with its roles, read fresh (roles work at once); null when unknown. */
+  getAccount(userId: string): Promise<Account | null>
+  /**
+   * Rename a user, spending one token of the user's rename bucket only when the rename is accepted.
+   * The bucket read, the take, the rename and the bucket write are one atomic step.
+   * Throws 409 USERNAME_TAKEN or 429 RATE_LIMITED (with the wait); nothing is written then.
+   */
+  renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account>
+  /** Take one token from the named bucket kept in the backend; answers whether it was allowed and the wait. */
+  takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }>
+
+  /** Add or remove a role on the account named `username` (exact name, or ignoring case on embedded). */
+  grantRole(username: string, role: string): Promise<Account>
+  revokeRole(username: string, role: string): Promise<Account>
+  /** Accounts holding at least one role, for `bin/platform users list`. */
+  listPrivileged(): Promise<Account[]>
+
+  /** Record a launched game session. */
+  recordLaunch(launch: Launch): Promise<void>
+
+  /** Make every leaderboard exist with its resolved configuration (at start and on catalogue reload). */
+  syncLeaderboards(boards: LeaderboardConfig[]): Promise<void>
+  /** Write a score for a user with the leaderboard's operator (Nakama semantics, CONTRACT §3). */
+  writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord>
+  /** A page of the current period's records in rank order, plus the owner's own record when ranked. */
+  listRecords(query: RecordQuery, now: number): Promise<RecordPage>
+
+  /** Release connections and files. */
+  close(): Promise<void>
+}
+
+/** What sign-in and refresh return: Nakama's Session plus the decoded claims the platform needs. */
+export interface BackendSession {
+  token: string
+  refreshToken: string
+  userId: string
+  username: string
+  /** Session token expiry, Unix milliseconds. */
+  expiresAt: number
+}
+
+export interface Account {
+  id: string
+  username: string
+  roles: string[]
+}
+
+export interface Launch {
+  sessionId: string
+  gameId: string
+  userId: string
+  /** Unix milliseconds. */
+  time: number
+}
+
+/** A leaderboard as the catalogue resolves it (CONTRACT §5). */
+export interface LeaderboardConfig {
+  id: string
+  operator: 'best' | 'set' | 'incr'
+  sortOrder: 'desc' | 'asc'
+  resetSchedule: string | null
+  authoritative: boolean
+}
+
+export interface RecordWrite {
+  leaderboardId: string
+  ownerId: string
+  username: string
+  score: number
+  subscore: number
+  /** A JSON object as text, at most 2 KiB; undefined keeps the stored metadata. */
+  metadata?: string
+}
+
+export interface LeaderboardRecord {
+  leaderboard_id: string
+  owner_id: string
+  username: string
+  score: number
+  subscore: number
+  rank: number
+}
+
+export interface RecordQuery {
+  leaderboardId: string
+  limit: number
+  cursor?: string
+  /** The caller, for `ownRecord`; undefined when not signed in. */
+  ownerId?: string
+}
+
+export interface RecordPage {
+  records: LeaderboardRecord[]
+  nextCursor: string | null
+  ownRecord: LeaderboardRecord | null
+}

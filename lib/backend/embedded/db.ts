@@ -1,0 +1,47 @@
+import { accessSync, constants, mkdirSync } from 'node:fs'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+
+/** One schema step; applied once, in order of `version`, inside a transaction. */
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+/** The database file inside DATA_DIR. */
+export const DATABASE_FILE = 'playfield.sqlite'
+
+/**
+ * Open (creating) `DATA_DIR/playfield.sqlite` with WAL and foreign keys on, and apply pending
+ * migrations. Throws a one-line error when DATA_DIR cannot be written.
+ */
+export function openDatabase(dataDir: string, migrations: readonly Migration[]): Database.Database {
+  try {
+    mkdirSync(dataDir, { recursive: true })
+    accessSync(dataDir, constants.W_OK)
+  } catch (err) {
+    throw new Error(`DATA_DIR ${dataDir} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  const db = new Database(path.join(dataDir, DATABASE_FILE))
+  db.pragma('journal_mode = WAL')
+  // FULL: every commit is fsynced before it is acknowledged, so an acknowledged write survives a crash.
+  db.pragma('synchronous = FULL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+  migrate(db, migrations)
+  return db
+}
+
+function migrate(db: Database.Database, migrations: readonly Migration[]): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[])
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+  for (const step of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (applied.has(step.version)) continue
+    db.transaction(() => {
+      db.exec(step.sql)
+      record.run(step.version, step.name, Date.now())
+    }).immediate()
+  }
+}

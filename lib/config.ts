@@ -1,0 +1,194 @@
+import { isIP, BlockList } from 'node:net'
+import path from 'node:path'
+import Type from 'typebox'
+import type { TSchema } from 'typebox'
+import { Compile, type Validator } from 'typebox/compile'
+
+/** A bad environment variable: the process prints `message` (one line) and exits 2 (CONTRACT §1). */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+interface Variable {
+  schema: Validator<{}, TSchema>
+  expected: string
+}
+
+function variable(schema: TSchema, expected: string): Variable {
+  return { schema: Compile(schema), expected }
+}
+
+const PORT = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'an integer from 0 to 65535')
+const HOST = variable(Type.String({ minLength: 1, pattern: '^[0-9A-Za-z.:\\-\\[\\]]+$' }), 'an IP address or host name')
+const PATH = variable(Type.String({ minLength: 1 }), 'a directory path')
+const ORIGINS = variable(
+  Type.String({ pattern: '^https?://[^/,\\s]+(,https?://[^/,\\s]+)*$' }),
+  'a comma list of origins like https://play.example.com',
+)
+const BACKEND = variable(Type.Union([Type.Literal('embedded'), Type.Literal('nakama')]), '"embedded" or "nakama"')
+const URL_VAR = variable(Type.String({ pattern: '^https?://[^\\s]+$' }), 'an http(s) URL')
+const KEY = variable(Type.String({ minLength: 1, pattern: '^\\S+$' }), 'a non-empty string without spaces')
+const SECRETS = variable(
+  Type.String({ pattern: '^[^,\\s]{32,}(,[^,\\s]{32,})*$' }),
+  'a comma list of secrets, each at least 32 characters',
+)
+const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
+const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
+const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
+const LIST = variable(Type.String({ pattern: '^[^\\s]*$' }), 'a comma list without spaces')
+const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
+const PROXIES = variable(Type.String({ pattern: '^[0-9A-Fa-f.:/,]*$' }), 'a comma list of IP addresses or CIDR ranges')
+
+/** Read `name` from `env`, check it, and return it or the fallback. */
+function read(env: Env, name: string, spec: Variable, fallback: string): string
+function read(env: Env, name: string, spec: Variable, fallback?: undefined): string | undefined
+function read(env: Env, name: string, spec: Variable, fallback?: string): string | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const ok: boolean = spec.schema.Check(raw)
+  if (!ok) {
+    throw new ConfigError(`${name}: ${JSON.stringify(raw.slice(0, 80))} is invalid; expected ${spec.expected}`)
+  }
+  return raw
+}
+
+function list(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter((s) => s !== '')
+}
+
+function port(env: Env, name: string, fallback: string): number {
+  const value = Number(read(env, name, PORT, fallback))
+  if (value > 65535) throw new ConfigError(`${name}: ${value} is invalid; expected ${PORT.expected}`)
+  return value
+}
+
+/** Build a BlockList of trusted proxy addresses; each entry an IP address or a CIDR range. */
+function trustList(raw: string): BlockList {
+  const trusted = new BlockList()
+  for (const entry of list(raw)) {
+    const [address, bits] = entry.split('/') as [string, string | undefined]
+    const family = isIP(address)
+    const prefix = bits === undefined ? undefined : Number(bits)
+    const max = family === 6 ? 128 : 32
+    if (family === 0 || (prefix !== undefined && !(Number.isInteger(prefix) && prefix >= 0 && prefix <= max))) {
+      throw new ConfigError(`TRUST_PROXY: ${JSON.stringify(entry)} is invalid; expected ${PROXIES.expected}`)
+    }
+    const type = family === 6 ? 'ipv6' : 'ipv4'
+    if (prefix === undefined) trusted.addAddress(address, type)
+    else trusted.addSubnet(address, prefix, type)
+  }
+  return trusted
+}
+
+export interface NakamaConfig {
+  url: string
+  serverKey: string
+  httpKey: string
+}
+
+/** The platform's configuration, read once at start and frozen. */
+export interface PlatformConfig {
+  host: string
+  port: number
+  origins: string[]
+  dataDir: string
+  manifestsDir: string
+  screenshotsDir: string
+  gameBackend: 'embedded' | 'nakama'
+  nakama: NakamaConfig | null
+  /** SESSION_SECRET as given (a comma list), or null to use the one generated into DATA_DIR. */
+  sessionSecret: string | null
+  /** TERMINAL_TICKET_SECRET as given, or null to use the one generated into DATA_DIR. */
+  ticketSecret: string | null
+  terminalHost: string
+  terminalPort: number
+  devAccessUsers: string[]
+  devAccessAll: boolean
+  /** Peers whose X-Forwarded-* headers are believed (TRUST_PROXY, default loopback). */
+  trustProxy: BlockList
+}
+
+/** The terminal bridge's configuration. */
+export interface BridgeConfig {
+  host: string
+  port: number
+  origins: string[]
+  dataDir: string
+  ticketSecret: string | null
+  maxConn: number
+  user: string | null
+  shell: string
+}
+
+const DEFAULT_ORIGINS = 'http://127.0.0.1:3000,http://localhost:3000'
+
+function common(env: Env) {
+  const dataDir = path.resolve(read(env, 'DATA_DIR', PATH, './data'))
+  return {
+    origins: list(read(env, 'PLATFORM_ORIGINS', ORIGINS, DEFAULT_ORIGINS)),
+    dataDir,
+    ticketSecret: read(env, 'TERMINAL_TICKET_SECRET', SECRETS) ?? null,
+    terminalHost: read(env, 'TERMINAL_HOST', HOST, '127.0.0.1'),
+    terminalPort: port(env, 'TERMINAL_PORT', '7681'),
+  }
+}
+
+/** Read and check the platform's variables (CONTRACT §1); throws ConfigError on the first bad one. */
+export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformConfig> {
+  const base = common(env)
+  const gameBackend = read(env, 'GAME_BACKEND', BACKEND, 'embedded') as 'embedded' | 'nakama'
+  let nakama: NakamaConfig | null = null
+  if (gameBackend === 'nakama') {
+    const need = (name: string, spec: Variable): string => {
+      const value = read(env, name, spec)
+      if (value === undefined) throw new ConfigError(`${name}: missing; required when GAME_BACKEND=nakama (${spec.expected})`)
+      return value
+    }
+    nakama = {
+      url: need('NAKAMA_URL', URL_VAR).replace(/\/+$/, ''),
+      serverKey: need('NAKAMA_SERVER_KEY', KEY),
+      httpKey: need('NAKAMA_HTTP_KEY', KEY),
+    }
+  }
+  return Object.freeze({
+    ...base,
+    host: read(env, 'HOST', HOST, '127.0.0.1'),
+    port: port(env, 'PORT', '3000'),
+    manifestsDir: path.resolve(read(env, 'MANIFESTS_DIR', PATH, './manifests')),
+    screenshotsDir: path.resolve(read(env, 'SCREENSHOTS_DIR', PATH, path.join(base.dataDir, 'screenshots'))),
+    gameBackend,
+    nakama,
+    sessionSecret: read(env, 'SESSION_SECRET', SECRETS) ?? null,
+    devAccessUsers: list(read(env, 'DEV_ACCESS_USERS', LIST, '')),
+    devAccessAll: read(env, 'DEV_ACCESS_ALL', BOOL, 'false') === 'true',
+    trustProxy: trustList(read(env, 'TRUST_PROXY', PROXIES, '127.0.0.1,::1,::ffff:127.0.0.1')),
+  })
+}
+
+/** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true
+  const bare = host.replace(/^\[|\]$/g, '')
+  if (isIP(bare) === 4) return bare.startsWith('127.')
+  return bare === '::1'
+}
+
+/** Read and check the bridge's variables (CONTRACT §1). */
+export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig> {
+  const base = common(env)
+  if (!isLoopback(base.terminalHost)) {
+    throw new ConfigError(`TERMINAL_HOST: ${JSON.stringify(base.terminalHost)} is not a loopback address; expected 127.0.0.1, ::1 or localhost`)
+  }
+  return Object.freeze({
+    host: base.terminalHost,
+    port: base.terminalPort,
+    origins: base.origins,
+    dataDir: base.dataDir,
+    ticketSecret: base.ticketSecret,
+    maxConn: Number(read(env, 'TERMINAL_MAX_CONN', COUNT, '4')),
+    user: read(env, 'TERMINAL_USER', USER) ?? null,
+    shell: read(env, 'SHELL', SHELL_PATH, '/bin/bash'),
+  })
+}

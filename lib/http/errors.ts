@@ -1,0 +1,19 @@
+/** One error type for the whole API: a status, a machine code and a message (CONTRACT §4). */
+export class HttpError extends Error {
+  override name = 'HttpError'
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message)
+  }
+}
+
+/** 429 RATE_LIMITED with `Retry-After` in whole seconds (at least 1). */
+export function rateLimited(message: string, waitMs: number): HttpError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000))
+  return new HttpError(429, 'RATE_LIMITED', message, undefined, { 'retry-after': String(seconds) })
+}

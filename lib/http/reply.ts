@@ -1,0 +1,50 @@
+import type { ServerResponse } from 'node:http'
+import { HttpError } from './errors.js'
+
+/** Send `data` as JSON with the given status. */
+export function json(res: ServerResponse, status: number, data: unknown, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify(data)
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  })
+  res.end(body)
+}
+
+/** Send an HTML page (pages answer HTML, CONTRACT §4). */
+export function html(res: ServerResponse, status: number, page: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(page),
+  })
+  res.end(page)
+}
+
+/** Escape text for HTML element content and attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
+
+/** Turn any thrown value into the contract's error body; never leak a stack (CONTRACT §4). */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err
+  return new HttpError(500, 'INTERNAL', 'internal error')
+}
+
+/** Render an error as JSON `{error, code[, details]}` (API) or as a small HTML page. */
+export function sendError(res: ServerResponse, err: HttpError, asHtml: boolean): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  if (asHtml) {
+    const title = `${err.status} ${escapeHtml(err.message)}`
+    html(res, err.status, `<!doctype html><meta charset="utf-8"><title>${title}</title><h1>${title}</h1>\n`, err.headers)
+    return
+  }
+  const body: Record<string, unknown> = { error: err.message, code: err.code }
+  if (err.details !== undefined) body.details = err.details
+  json(res, err.status, body, err.headers)
+}

@@ -1,0 +1,22 @@
+import { Router } from '../http/router.js'
+import type { App } from './app.js'
+import { createAuth } from './session.js'
+import { gameRoutes } from './game-routes.js'
+import { authRoutes } from './auth-routes.js'
+import { userRoutes } from './user-routes.js'
+import { launchRoutes } from './launch-routes.js'
+import { leaderboardRoutes } from './leaderboard-routes.js'
+import { terminalRoutes } from './terminal-routes.js'
+
+/** The platform's route table: every endpoint of the spec and the contract. */
+export function buildRouter(deps: Omit<App, 'auth'>): Router {
+  const app: App = { ...deps, auth: createAuth(deps.config, deps.backend, deps.now) }
+  const router = new Router()
+  gameRoutes(router, app)
+  authRoutes(router, app)
+  userRoutes(router, app)
+  launchRoutes(router, app)
+  leaderboardRoutes(router, app)
+  terminalRoutes(router, app)
+  return router
+}

@@ -1,0 +1,8 @@
+import type { Router } from '../http/router.js'
+import type { App } from './app.js'
+
+/** Routes of this module (stub until its issue lands). */
+export function terminalRoutes(router: Router, app: App): void {
+  void router
+  void app
+}

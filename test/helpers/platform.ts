@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** The repository root (tests run from dist/test/...). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
+export const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
+export const BRIDGE_JS = path.join(ROOT, 'dist/bin/terminal-bridge.js')
+
+/** A fresh temporary directory, removed when the process exits. */
+export function tempDir(prefix = 'playfield-test-'): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix))
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+export interface RunningProcess {
+  child: ChildProcess
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string
+  port: number
+  /** Every stdout line parsed as JSON (non-JSON lines kept as {raw}). */
+  logs: Record<string, unknown>[]
+  stderr: () => string
+  /** Send a signal and wait for exit; resolves with the exit code and signal. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>
+  /** DATA_DIR; a fresh temporary one when omitted. */
+  dataDir?: string
+  args?: string[]
+  /** The log event that says the process is ready and carries `port`. */
+  readyEvent?: string
+  script?: string
+}
+
+/**
+ * Start the real platform (or bridge, with `script`) as a child on an ephemeral port, and resolve
+ * once it logs its ready event. The backend follows TEST_BACKEND (embedded unless set).
+ */
+export function startPlatform(options: StartOptions = {}): Promise<RunningProcess> {
+  const dataDir = options.dataDir ?? tempDir()
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PORT: '0',
+    DATA_DIR: dataDir,
+    MANIFESTS_DIR: path.join(ROOT, 'manifests'),
+    ...testBackendEnv(),
+    ...options.env,
+  }
+  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
+  const child = spawn(process.execPath, [options.script ?? PLATFORM_JS, ...(options.args ?? [])], {
+    env: env as NodeJS.ProcessEnv,
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const logs: Record<string, unknown>[] = []
+  let err = ''
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  const readyEvent = options.readyEvent ?? 'platform.listening'
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      buffer += d
+      let nl: number
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl)
+        buffer = buffer.slice(nl + 1)
+        let entry: Record<string, unknown>
+        try {
+          entry = JSON.parse(line)
+        } catch {
+          entry = { raw: line }
+        }
+        logs.push(entry)
+        if (entry.event === readyEvent) {
+          const port = Number(entry.port)
+          resolve({
+            child,
+            port,
+            url: `http://127.0.0.1:${port}`,
+            logs,
+            stderr: () => err,
+            exited,
+            async stop(signal = 'SIGTERM') {
+              if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+              return exited
+            },
+          })
+        }
+      }
+    })
+    void exited.then(({ code, signal }) => reject(new Error(`process exited (${code ?? signal}) before ready: ${err}`)))
+  })
+}
+
+/**
+ * Extra environment for the backend under test: TEST_BACKEND=nakama points the platform at the
+ * Nakama named by NAKAMA_URL (the Nakama issue's tests fill this in); embedded otherwise.
+ */
+export function testBackendEnv(): Record<string, string | undefined> {
+  return {}
+}
+
+/** A fetch client that keeps cookies like a browser would for one origin. */
+export class Client {
+  cookies = new Map<string, string>()
+  constructor(readonly base: string, readonly origin?: string) {}
+
+  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    const h: Record<string, string> = { ...headers }
+    if (this.cookies.size) h.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    if (this.origin && !('origin' in h)) h.origin = this.origin
+    let payload: string | undefined
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body)
+      h['content-type'] ??= 'application/json'
+    }
+    const res = await fetch(this.base + path, { method, headers: h, body: payload, redirect: 'manual' })
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      const eq = pair!.indexOf('=')
+      const name = pair!.slice(0, eq).trim()
+      const value = pair!.slice(eq + 1).trim()
+      if (value === '' || /max-age=0/i.test(line) || /expires=Thu, 01 Jan 1970/i.test(line)) this.cookies.delete(name)
+      else this.cookies.set(name, value)
+    }
+    return res
+  }
+
+  get(path: string, headers?: Record<string, string>): Promise<Response> {
+    return this.request('GET', path, undefined, headers)
+  }
+  post(path: string, body?: unknown, headers?: Record<string, string>): Promise<Response> {
+    return this.request('POST', path, body, headers)
+  }
+  put(path: string, body?: unknown, headers?: Record<string, string>): Promise<Response> {
+    return this.request('PUT', path, body, headers)
+  }
+}

@@ -1,8 +1,93 @@
-import type { Router } from '../http/router.js'
+import type { BackendSession } from '../backend/backend.js'
+import { check, readBody, readJson } from '../http/body.js'
+import { HttpError, rateLimited } from '../http/errors.js'
+import { json } from '../http/reply.js'
+import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
+import { CredentialsBody, EmptyBody } from './schemas.js'
+import { requireSession, sessionCookie, stateOf } from './session.js'
+import { SigninLimit } from './signin-limit.js'
 
-/** Routes of this module (stub until its issue lands). */
+/** CONTRACT §3: a backend token is answered with at least this long to live, refreshed otherwise. */
+const MIN_TOKEN_LIFE_MS = 5 * 60_000
+// Sessions and tokens are per user: no cache may keep them.
+const NO_STORE = { 'cache-control': 'no-store' }
+
+/** Sign-in, sign-out, the session and the game-backend token (CONTRACT §2, §3; spec 2.6, 5). */
 export function authRoutes(router: Router, app: App): void {
-  void router
-  void app
+  const cookie = sessionCookie(app.config)
+  const limit = new SigninLimit()
+
+  /** Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address is limited. */
+  const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>): Promise<void> => {
+    const waitMs = limit.waitMs(ctx.ip, app.now())
+    if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
+    let session: BackendSession
+    try {
+      session = await attempt()
+    } catch (err) {
+      if (err instanceof HttpError && err.code === 'INVALID_CREDENTIALS') limit.fail(ctx.ip, app.now())
+      throw err
+    }
+    cookie.write(ctx, stateOf(session, app.now()), app.now())
+    const account = await app.backend.getAccount(session.userId)
+    const roles = account?.roles ?? []
+    json(ctx.res, 200, { success: true, user: { id: session.userId, username: session.username, roles } }, NO_STORE)
+  }
+
+  router.add('POST', '/api/auth/guest', (ctx) =>
+    signIn(ctx, async () => {
+      check(EmptyBody, await readJson(ctx.req, true))
+      return app.backend.authenticateGuest()
+    }),
+  )
+
+  router.add('POST', '/api/auth/register', (ctx) =>
+    signIn(ctx, async () => {
+      const { username, password } = await readBody(ctx.req, CredentialsBody)
+      return app.backend.register(username, password)
+    }),
+  )
+
+  router.add('POST', '/api/auth/login', (ctx) =>
+    signIn(ctx, async () => {
+      const { username, password } = await readBody(ctx.req, CredentialsBody)
+      return app.backend.login(username, password)
+    }),
+  )
+
+  // Public and idempotent: without a session it still answers 200 and clears the cookie.
+  router.add('POST', '/api/auth/logout', async (ctx) => {
+    check(EmptyBody, await readJson(ctx.req, true))
+    const state = cookie.read(ctx, app.now())
+    if (state) await app.backend.logout({ token: state.t, refreshToken: state.rt })
+    cookie.clear(ctx)
+    json(ctx.res, 200, { success: true }, NO_STORE)
+  })
+
+  router.add('GET', '/api/auth/session', async (ctx) => {
+    const state = await requireSession(app.config, app.backend, ctx, app.now())
+    const account = await app.backend.getAccount(state.uid)
+    if (!account) {
+      cookie.clear(ctx)
+      throw new HttpError(401, 'NO_SESSION', 'no session')
+    }
+    // Renamed from another session: carry the current name from here on.
+    if (account.username !== state.usn) cookie.write(ctx, { ...state, usn: account.username }, app.now())
+    json(ctx.res, 200, { success: true, user: { id: account.id, username: account.username, roles: account.roles } }, NO_STORE)
+  })
+
+  router.add('GET', '/api/auth/backend-token', async (ctx) => {
+    let state = await requireSession(app.config, app.backend, ctx, app.now())
+    if (state.te - app.now() < MIN_TOKEN_LIFE_MS) {
+      state = stateOf(await app.backend.refresh(state.rt), app.now(), state)
+      cookie.write(ctx, state, app.now())
+    }
+    json(
+      ctx.res,
+      200,
+      { success: true, token: state.t, refresh_token: state.rt, user_id: state.uid, username: state.usn, expires_at: state.te },
+      NO_STORE,
+    )
+  })
 }

@@ -1,17 +1,113 @@
+import { parseCookie, stringifySetCookie } from 'cookie'
 import type { PlatformConfig } from '../config.js'
-import type { Backend } from '../backend/backend.js'
+import type { Backend, BackendSession } from '../backend/backend.js'
 import { HttpError } from '../http/errors.js'
+import type { RouteContext } from '../http/router.js'
+import { loadSecret } from '../secrets.js'
 import type { Auth } from './app.js'
+import { seal, sealKeys, unseal, type SessionState } from './seal.js'
 
-/** Sessions from the sealed cookie (stub until the accounts issue lands). */
-export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, now: () => number): Auth {
-  void config, backend, now
+/** CONTRACT §2: the session credential. */
+export const COOKIE_NAME = 'playfield_session'
+// Used when a refresh token's expiry cannot be read (a backend whose tokens are opaque).
+const FALLBACK_LIFETIME_MS = 30 * 86_400_000
+
+/** Reads and writes the sealed `playfield_session` cookie. */
+export interface SessionCookie {
+  /** The state in the request's cookie when it opens and has not expired; null otherwise. */
+  read(ctx: RouteContext, now: number): SessionState | null
+  /** Set the cookie to `state`; it lives until the state's `exp`. */
+  write(ctx: RouteContext, state: SessionState, now: number): void
+  /** Tell the browser to drop the cookie. */
+  clear(ctx: RouteContext): void
+}
+
+const cookies = new WeakMap<Readonly<PlatformConfig>, SessionCookie>()
+
+/**
+ * The session cookie of this configuration, keyed by SESSION_SECRET (a comma list: the first
+ * seals, all open) or the secret generated once into DATA_DIR. Built once per config.
+ */
+export function sessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
+  let jar = cookies.get(config)
+  if (!jar) cookies.set(config, (jar = createSessionCookie(config)))
+  return jar
+}
+
+function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
+  const keys = sealKeys(loadSecret(config.dataDir, 'session-secret', config.sessionSecret))
+  const httpsOrigins = new Set(config.origins.filter((origin) => origin.startsWith('https://')))
+  const allHttps = httpsOrigins.size === config.origins.length
+  // Secure when the browser reached us over https: TLS here or at a trusted proxy, an https
+  // platform origin in the request, or a deployment whose every origin is https.
+  const secure = (ctx: RouteContext): boolean =>
+    allHttps || ctx.proto === 'https' || httpsOrigins.has(String(ctx.req.headers.origin))
+  const attributes = (ctx: RouteContext) => ({ httpOnly: true, sameSite: 'lax' as const, path: '/', secure: secure(ctx) })
   return {
-    async require() {
-      throw new HttpError(401, 'NO_SESSION', 'no session')
+    read(ctx, now) {
+      const header = ctx.req.headers.cookie
+      if (!header) return null
+      const value = parseCookie(header)[COOKIE_NAME]
+      return value ? unseal(value, keys, now) : null
     },
-    async optional() {
-      return null
+    write(ctx, state, now) {
+      const maxAge = Math.max(0, Math.floor((state.exp - now) / 1000))
+      ctx.res.appendHeader('set-cookie', stringifySetCookie({ name: COOKIE_NAME, value: seal(state, keys), maxAge, ...attributes(ctx) }))
+    },
+    clear(ctx) {
+      ctx.res.appendHeader('set-cookie', stringifySetCookie({ name: COOKIE_NAME, value: '', maxAge: 0, expires: new Date(0), ...attributes(ctx) }))
+    },
+  }
+}
+
+/**
+ * The cookie state for a backend session. A fresh sign-in passes no `previous`; a refresh or
+ * rename keeps the first issue time. The cookie expires with the refresh token.
+ */
+export function stateOf(session: BackendSession, now: number, previous?: SessionState): SessionState {
+  const exp = jwtExpiry(session.refreshToken) ?? previous?.exp ?? now + FALLBACK_LIFETIME_MS
+  return {
+    uid: session.userId,
+    usn: session.username,
+    rt: session.refreshToken,
+    t: session.token,
+    te: session.expiresAt,
+    iat: previous?.iat ?? now,
+    exp,
+  }
+}
+
+/** The `exp` claim of a JWT in Unix ms, read without checking the signature (the backend checks that). */
+function jwtExpiry(token: string): number | null {
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'))
+    const exp = (claims as { exp?: unknown } | null)?.exp
+    return Number.isInteger(exp) ? (exp as number) * 1000 : null
+  } catch {
+    return null
+  }
+}
+
+/** The request's session state when its cookie opens and the backend still honours its refresh token; else 401 NO_SESSION. */
+export async function requireSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState> {
+  const state = sessionCookie(config).read(ctx, now)
+  // Logout revokes the refresh token in the backend, so an old copy of the cookie stops here.
+  if (!state || !(await backend.sessionActive(state.rt))) throw new HttpError(401, 'NO_SESSION', 'no session')
+  return state
+}
+
+/** Sessions from the sealed cookie (CONTRACT §2), checked against the backend on every call. */
+export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, now: () => number): Auth {
+  sessionCookie(config)
+  return {
+    async require(ctx) {
+      const state = await requireSession(config, backend, ctx, now())
+      return { id: state.uid, username: state.usn }
+    },
+    async optional(ctx) {
+      const state = sessionCookie(config).read(ctx, now())
+      if (!state || !(await backend.sessionActive(state.rt))) return null
+      return { id: state.uid, username: state.usn }
     },
   }
 }

@@ -1,8 +1,48 @@
 import type { PlatformConfig } from '../config.js'
+import { createBackend } from '../backend/create.js'
+import type { Account } from '../backend/backend.js'
+import { HttpError } from '../http/errors.js'
 
-/** `bin/platform users …` (stub until the accounts issue lands). */
+/** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
+export const ROLES: readonly string[] = ['admin', 'developer']
+
+const USAGE = 'usage: platform users grant <username> <role> | users revoke <username> <role> | users list'
+
+/**
+ * `bin/platform users …`: grant, revoke and list roles through the configured backend. On the
+ * embedded backend it opens the same SQLite file (WAL) as a running platform, which reads roles
+ * at each check, so a grant works at once. Returns the exit code: 0 done, 1 refused, 64 usage.
+ */
 export async function runUsersCommand(config: Readonly<PlatformConfig>, args: string[]): Promise<number> {
-  void config, args
-  process.stderr.write('users: not available yet\n')
-  return 1
+  const [action, username, role, ...rest] = args
+  const change = action === 'grant' || action === 'revoke'
+  if (!(change ? username && role && rest.length === 0 : action === 'list' && username === undefined)) {
+    process.stderr.write(USAGE + '\n')
+    return 64
+  }
+  if (change && !ROLES.includes(role!)) {
+    process.stderr.write(`users: unknown role "${role}"; roles are ${ROLES.join(', ')}\n`)
+    return 1
+  }
+  const backend = await createBackend(config)
+  try {
+    if (action === 'list') {
+      for (const account of await backend.listPrivileged()) process.stdout.write(line(account))
+      return 0
+    }
+    const account = action === 'grant' ? await backend.grantRole(username!, role!) : await backend.revokeRole(username!, role!)
+    process.stdout.write(`${action === 'grant' ? 'granted' : 'revoked'} ${role} ${action === 'grant' ? 'to' : 'from'} ${account.username}\n`)
+    process.stdout.write(line(account))
+    return 0
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err
+    process.stderr.write(`users: ${err.message}\n`)
+    return 1
+  } finally {
+    await backend.close()
+  }
+}
+
+function line(account: Account): string {
+  return `${account.username}\t${account.id}\t${account.roles.join(',') || '-'}\n`
 }

@@ -1,26 +1,183 @@
+import { randomBytes, randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
-import type { Backend } from '../backend.js'
+import { HttpError, rateLimited } from '../../http/errors.js'
+import type { Rule } from '../../limiter.js'
+import { loadSecret } from '../../secrets.js'
+import type { Account, Backend, BackendSession } from '../backend.js'
+import { BucketStore } from './buckets.js'
 import type { Migration } from './db.js'
+import { hashPassword, verifyNothing, verifyPassword } from './passwords.js'
+import { SessionIssuer } from './sessions.js'
 
 /** Schema of accounts, tokens, roles and buckets: versions 100-199 (leaderboards own 200-299). */
-export const ACCOUNT_MIGRATIONS: Migration[] = []
+export const ACCOUNT_MIGRATIONS: Migration[] = [
+  {
+    version: 100,
+    name: 'accounts, roles, revoked sessions, buckets',
+    // COLLATE NOCASE folds ASCII only, which is all a username may hold: names are unique ignoring case.
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL COLLATE NOCASE UNIQUE,
+        password_hash TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE account_roles (
+        account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        granted_at INTEGER NOT NULL,
+        PRIMARY KEY (account_id, role)
+      ) WITHOUT ROWID;
+      CREATE TABLE revoked_sessions (tid TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+    `,
+  },
+]
 
 type AccountPart = Omit<Backend, 'kind' | 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords' | 'close'>
 
-/** Accounts on SQLite (stub until the accounts issue lands). */
+interface Row {
+  id: string
+  username: string
+  password_hash: string | null
+}
+
+/** Accounts, passwords, sessions, roles and buckets on SQLite: the account half of the embedded backend. */
 export class AccountStore implements AccountPart {
-  constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>) {}
-  authenticateGuest(..._args: unknown[]): never { throw new Error('not implemented') }
-  register(..._args: unknown[]): never { throw new Error('not implemented') }
-  login(..._args: unknown[]): never { throw new Error('not implemented') }
-  refresh(..._args: unknown[]): never { throw new Error('not implemented') }
-  sessionActive(..._args: unknown[]): never { throw new Error('not implemented') }
-  logout(..._args: unknown[]): never { throw new Error('not implemented') }
-  getAccount(..._args: unknown[]): never { throw new Error('not implemented') }
-  renameUser(..._args: unknown[]): never { throw new Error('not implemented') }
-  takeBucket(..._args: unknown[]): never { throw new Error('not implemented') }
-  grantRole(..._args: unknown[]): never { throw new Error('not implemented') }
-  revokeRole(..._args: unknown[]): never { throw new Error('not implemented') }
-  listPrivileged(..._args: unknown[]): never { throw new Error('not implemented') }
+  readonly #sessions: SessionIssuer
+  readonly #buckets: BucketStore
+  readonly #statements = new Map<string, Database.Statement>()
+
+  constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
+    // Generated once into DATA_DIR/secrets (mode 0600); two keys, as Nakama requires them to differ.
+    const keys = { session: loadSecret(config.dataDir, 'token-key', null), refresh: loadSecret(config.dataDir, 'refresh-key', null) }
+    this.#sessions = new SessionIssuer(db, keys, clock)
+    this.#buckets = new BucketStore(db)
+  }
+
+  async authenticateGuest(): Promise<BackendSession> {
+    // 4 random bytes give 2^32 names; on the rare collision, draw again.
+    for (;;) {
+      const username = `guest-${randomBytes(4).toString('hex')}`
+      const account = this.#insert(username, null)
+      if (account) return this.#sessions.issue(account)
+    }
+  }
+
+  async register(username: string, password: string): Promise<BackendSession> {
+    if (this.#byName(username)) throw taken(username)
+    const account = this.#insert(username, await hashPassword(password))
+    // Someone took the name while the hash was computed.
+    if (!account) throw taken(username)
+    return this.#sessions.issue(account)
+  }
+
+  async login(username: string, password: string): Promise<BackendSession> {
+    const row = this.#byName(username)
+    const ok = row?.password_hash ? await verifyPassword(password, row.password_hash) : await verifyNothing(password)
+    if (!row || !ok) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+    return this.#sessions.issue(row)
+  }
+
+  async refresh(refreshToken: string): Promise<BackendSession> {
+    const claims = this.#sessions.check(refreshToken)
+    const row = claims && this.#byId(claims.uid)
+    if (!claims || !row) throw new HttpError(401, 'NO_SESSION', 'refresh token invalid or expired')
+    // Nakama re-reads the username on refresh, so a renamed user's new token carries the new name.
+    return this.#sessions.refresh(claims, row.username)
+  }
+
+  async sessionActive(refreshToken: string): Promise<boolean> {
+    return this.#sessions.check(refreshToken) !== null
+  }
+
+  async logout(session: { token: string; refreshToken: string }): Promise<void> {
+    this.#sessions.revoke(session)
+  }
+
+  async getAccount(userId: string): Promise<Account | null> {
+    const row = this.#byId(userId)
+    return row ? this.#account(row) : null
+  }
+
+  async renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account> {
+    const rename = this.db.transaction((): Account => {
+      const row = this.#byId(userId)
+      if (!row) throw new HttpError(401, 'NO_SESSION', 'no such account')
+      // The same name, same case: nothing changes, so nothing is spent.
+      if (row.username === username) return this.#account(row)
+      const holder = this.#byName(username)
+      if (holder && holder.id !== userId) throw taken(username)
+      const { allowed, waitMs } = this.#buckets.takeInTransaction(`rename:${userId}`, rule, now)
+      if (!allowed) throw rateLimited('too many username changes', waitMs)
+      this.#sql('UPDATE accounts SET username = ?, updated_at = ? WHERE id = ?').run(username, now, userId)
+      return this.#account({ ...row, username })
+    })
+    // IMMEDIATE: the write lock is held from the bucket read to the bucket write, across processes too.
+    return rename.immediate()
+  }
+
+  async takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }> {
+    const { allowed, waitMs } = this.#buckets.take(key, rule, now)
+    return { allowed, waitMs }
+  }
+
+  async grantRole(username: string, role: string): Promise<Account> {
+    const row = this.#named(username)
+    this.#sql('INSERT OR IGNORE INTO account_roles (account_id, role, granted_at) VALUES (?, ?, ?)').run(row.id, role, this.clock())
+    return this.#account(row)
+  }
+
+  async revokeRole(username: string, role: string): Promise<Account> {
+    const row = this.#named(username)
+    this.#sql('DELETE FROM account_roles WHERE account_id = ? AND role = ?').run(row.id, role)
+    return this.#account(row)
+  }
+
+  async listPrivileged(): Promise<Account[]> {
+    const rows = this.#sql('SELECT id, username, password_hash FROM accounts WHERE id IN (SELECT account_id FROM account_roles) ORDER BY username')
+      .all() as Row[]
+    return rows.map((row) => this.#account(row))
+  }
+
+  /** A prepared statement, compiled once: getAccount runs on every role check. */
+  #sql(source: string): Database.Statement {
+    let statement = this.#statements.get(source)
+    if (!statement) this.#statements.set(source, (statement = this.db.prepare(source)))
+    return statement
+  }
+
+  /** Insert an account; null when the name is taken (ignoring case). */
+  #insert(username: string, passwordHash: string | null): Row | null {
+    const id = randomUUID()
+    const now = this.clock()
+    const result = this.#sql('INSERT INTO accounts (id, username, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (username) DO NOTHING')
+      .run(id, username, passwordHash, now, now)
+    return result.changes === 1 ? { id, username, password_hash: passwordHash } : null
+  }
+
+  #byName(username: string): Row | undefined {
+    return this.#sql('SELECT id, username, password_hash FROM accounts WHERE username = ?').get(username) as Row | undefined
+  }
+
+  #byId(id: string): Row | undefined {
+    return this.#sql('SELECT id, username, password_hash FROM accounts WHERE id = ?').get(id) as Row | undefined
+  }
+
+  #named(username: string): Row {
+    const row = this.#byName(username)
+    if (!row) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
+    return row
+  }
+
+  #account(row: Row): Account {
+    const roles = this.#sql('SELECT role FROM account_roles WHERE account_id = ? ORDER BY role').pluck().all(row.id) as string[]
+    return { id: row.id, username: row.username, roles }
+  }
+}
+
+function taken(username: string): HttpError {
+  return new HttpError(409, 'USERNAME_TAKEN', `username "${username}" is taken`)
 }

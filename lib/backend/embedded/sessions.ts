@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto'
+import type Database from 'better-sqlite3'
+import type { BackendSession } from '../backend.js'
+import { signToken, verifyToken, type TokenClaims } from './tokens.js'
+
+/** Session tokens live an hour (the platform refreshes them when under 5 minutes are left). */
+export const SESSION_TOKEN_TTL_MS = 3_600_000
+/** Refresh tokens live 30 days from sign-in; refreshing does not extend them, signing in again does. */
+export const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000
+
+/** The HS256 keys: session tokens and refresh tokens are signed with different keys (as Nakama does). */
+export interface TokenKeys {
+  session: readonly string[]
+  refresh: readonly string[]
+}
+
+/**
+ * Issues, refreshes and revokes game-backend sessions with Nakama's token semantics
+ * (nakama-api.md §1.2, §1.3, §2). Unlike Nakama, a revocation is stored in SQLite, so it
+ * survives a restart and every platform process on the same file sees it.
+ */
+export class SessionIssuer {
+  // Revoked token ids already seen: a revoked cookie that keeps coming back costs no query.
+  readonly #revoked = new Set<string>()
+  readonly #isRevoked: Database.Statement<[string], number>
+  readonly #revoke: Database.Statement<[string, number]>
+
+  constructor(db: Database.Database, readonly keys: TokenKeys, readonly clock: () => number) {
+    this.#isRevoked = db.prepare<[string], number>('SELECT 1 FROM revoked_sessions WHERE tid = ?').pluck()
+    this.#revoke = db.prepare('INSERT OR IGNORE INTO revoked_sessions (tid, revoked_at) VALUES (?, ?)')
+    // Every refresh token of a tid expires at most REFRESH_TOKEN_TTL_MS after the tid was revoked.
+    db.prepare('DELETE FROM revoked_sessions WHERE revoked_at < ?').run(clock() - REFRESH_TOKEN_TTL_MS)
+    for (const tid of db.prepare('SELECT tid FROM revoked_sessions').pluck().all() as string[]) this.#revoked.add(tid)
+  }
+
+  /** A new session (new tid) for the account. */
+  issue(account: { id: string; username: string }): BackendSession {
+    const now = this.clock()
+    const iat = Math.floor(now / 1000)
+    const refreshExp = Math.floor((now + REFRESH_TOKEN_TTL_MS) / 1000)
+    return this.#sign({ tid: randomUUID(), uid: account.id, usn: account.username, exp: refreshExp, iat }, now)
+  }
+
+  /** The claims of a good refresh token (signature, expiry, not revoked), else null. */
+  check(refreshToken: string): TokenClaims | null {
+    const claims = verifyToken(refreshToken, this.keys.refresh, this.clock())
+    if (!claims || this.#revokedTid(claims.tid)) return null
+    return claims
+  }
+
+  /** New tokens for the same tid, iat and refresh expiry, carrying the account's current name. */
+  refresh(claims: TokenClaims, username: string): BackendSession {
+    return this.#sign({ ...claims, usn: username }, this.clock())
+  }
+
+  /** Revoke the tids of the given tokens (a token with a bad signature names nothing). */
+  revoke(tokens: { token: string; refreshToken: string }): void {
+    // Checked as of time 0: an expired token still names its tid, so logging out with an
+    // expired session token revokes its refresh token too.
+    const tids = new Set<string>()
+    const fromRefresh = verifyToken(tokens.refreshToken, this.keys.refresh, 0)
+    const fromSession = verifyToken(tokens.token, this.keys.session, 0)
+    if (fromRefresh) tids.add(fromRefresh.tid)
+    if (fromSession) tids.add(fromSession.tid)
+    for (const tid of tids) {
+      this.#revoke.run(tid, this.clock())
+      this.#revoked.add(tid)
+    }
+  }
+
+  #revokedTid(tid: string): boolean {
+    if (this.#revoked.has(tid)) return true
+    // Another platform process (or this one before a restart) may have revoked it: ask the file.
+    if (this.#isRevoked.get(tid) === undefined) return false
+    this.#revoked.add(tid)
+    return true
+  }
+
+  #sign(refreshClaims: TokenClaims, now: number): BackendSession {
+    const exp = Math.min(Math.floor((now + SESSION_TOKEN_TTL_MS) / 1000), refreshClaims.exp)
+    const token = signToken({ ...refreshClaims, exp }, this.keys.session[0]!)
+    const refreshToken = signToken(refreshClaims, this.keys.refresh[0]!)
+    return { token, refreshToken, userId: refreshClaims.uid, username: refreshClaims.usn, expiresAt: exp * 1000 }
+  }
+}

@@ -1,0 +1,69 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+
+/** The claims of a game-backend token, named as Nakama names them (nakama-api.md §2). */
+export interface TokenClaims {
+  /** Token id (UUID v4); a session token and its refresh tokens share it, and logout revokes it. */
+  tid: string
+  /** User id. */
+  uid: string
+  /** Username at issue time. */
+  usn: string
+  /** Expiry, Unix seconds. */
+  exp: number
+  /** Issued at, Unix seconds (Nakama 3.25+). */
+  iat: number
+}
+
+// Nakama's header, byte for byte, so a front-end's JWT reader sees what it sees from Nakama.
+const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')
+
+/** Sign `claims` as an HS256 JWT with `key`. */
+export function signToken(claims: TokenClaims, key: string): string {
+  const body = `${HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
+  return `${body}.${mac(body, key)}`
+}
+
+/**
+ * The claims of `token` when its signature matches one of `keys` (HS256 only), its claims have
+ * the right types and it has not expired at `nowMs`; null otherwise. Never throws.
+ */
+export function verifyToken(token: string, keys: readonly string[], nowMs: number): TokenClaims | null {
+  if (typeof token !== 'string' || token.length > 4096) return null
+  const parts = token.split('.')
+  if (parts.length !== 3) return null
+  const [header, payload, signature] = parts as [string, string, string]
+  const body = `${header}.${payload}`
+  const given = Buffer.from(signature, 'base64url')
+  const signed = keys.some((key) => {
+    const expected = Buffer.from(mac(body, key), 'base64url')
+    return expected.length === given.length && timingSafeEqual(expected, given)
+  })
+  if (!signed) return null
+  // The signature holds, so the header is ours; still refuse anything but HS256 (alg confusion).
+  const head = parseJson(header)
+  if (!head || head.alg !== 'HS256') return null
+  const claims = parseJson(payload)
+  if (!claims || !isClaims(claims)) return null
+  if (claims.exp * 1000 <= nowMs) return null
+  return { tid: claims.tid, uid: claims.uid, usn: claims.usn, exp: claims.exp, iat: claims.iat }
+}
+
+function mac(body: string, key: string): string {
+  return createHmac('sha256', key).update(body).digest('base64url')
+}
+
+function parseJson(part: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
+function isClaims(c: Record<string, unknown>): c is Record<string, unknown> & TokenClaims {
+  return (
+    typeof c.tid === 'string' && typeof c.uid === 'string' && typeof c.usn === 'string' &&
+    Number.isInteger(c.exp) && Number.isInteger(c.iat)
+  )
+}

@@ -1,0 +1,88 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+
+/** What the session cookie carries (CONTRACT §2): enough for any platform instance to serve the user. */
+export interface SessionState {
+  /** Backend user id and name (the name is updated by a rename). */
+  uid: string
+  usn: string
+  /** Game-backend refresh token: checked on every request, revoked by logout. */
+  rt: string
+  /** Game-backend session token and its expiry (Unix ms), answered by /api/auth/backend-token. */
+  t: string
+  te: number
+  /** When the cookie was first issued and when it stops being accepted (Unix ms): the refresh token's expiry. */
+  iat: number
+  exp: number
+}
+
+const State = Compile(
+  Type.Object({
+    uid: Type.String(),
+    usn: Type.String(),
+    rt: Type.String(),
+    t: Type.String(),
+    te: Type.Integer(),
+    iat: Type.Integer(),
+    exp: Type.Integer(),
+  }),
+)
+
+const IV_BYTES = 12
+const TAG_BYTES = 16
+// Binds a sealed value to this use: a blob sealed for something else with the same secret does not open here.
+const CONTEXT = Buffer.from('playfield_session v1')
+// Browsers keep cookies up to 4096 bytes; anything longer was not made here.
+const MAX_SEALED_CHARS = 4096
+
+/** AES-256-GCM keys derived (HKDF-SHA256) from the SESSION_SECRET list: the first seals, all open. */
+export function sealKeys(secrets: readonly string[]): Buffer[] {
+  return secrets.map((secret) => Buffer.from(hkdfSync('sha256', secret, 'playfield', CONTEXT, 32)))
+}
+
+/** Encrypt and authenticate `state` with the first key: base64url(iv | ciphertext | tag). */
+export function seal(state: SessionState, keys: readonly Buffer[]): string {
+  const iv = randomBytes(IV_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', keys[0]!, iv)
+  cipher.setAAD(CONTEXT)
+  const body = Buffer.concat([cipher.update(JSON.stringify(state), 'utf8'), cipher.final()])
+  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')
+}
+
+/**
+ * The state in `sealed` when one of `keys` authenticates it, it is well-formed and it has not
+ * expired at `now`; null for anything else (tampered, truncated, garbage, a retired key). Never throws.
+ */
+export function unseal(sealed: string, keys: readonly Buffer[], now: number): SessionState | null {
+  if (sealed.length > MAX_SEALED_CHARS || !/^[A-Za-z0-9_-]+$/.test(sealed)) return null
+  const raw = Buffer.from(sealed, 'base64url')
+  if (raw.length <= IV_BYTES + TAG_BYTES) return null
+  const iv = raw.subarray(0, IV_BYTES)
+  const body = raw.subarray(IV_BYTES, raw.length - TAG_BYTES)
+  const tag = raw.subarray(raw.length - TAG_BYTES)
+  for (const key of keys) {
+    const text = decrypt(key, iv, body, tag)
+    if (text === null) continue
+    let state: unknown
+    try {
+      state = JSON.parse(text)
+    } catch {
+      return null
+    }
+    if (!State.Check(state) || state.exp <= now) return null
+    return state
+  }
+  return null
+}
+
+function decrypt(key: Buffer, iv: Buffer, body: Buffer, tag: Buffer): string | null {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES })
+    decipher.setAAD(CONTEXT)
+    decipher.setAuthTag(tag)
+    return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8')
+  } catch {
+    return null
+  }
+}

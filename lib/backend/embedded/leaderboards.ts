@@ -1,17 +1,149 @@
 import type Database from 'better-sqlite3'
-import type { Backend } from '../backend.js'
+import type { Backend, Launch, LeaderboardConfig, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { Migration } from './db.js'
+import { HttpError } from '../../http/errors.js'
+import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
+import { RankIndex } from '../../rank-index.js'
+import { decodeCursor, encodeCursor } from './cursor.js'
+import { GroupCommit } from './group-commit.js'
+import { LEADERBOARD_SQL, prepareStatements, type RecordRow, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
-export const LEADERBOARD_MIGRATIONS: Migration[] = []
+export const LEADERBOARD_MIGRATIONS: Migration[] = [{ version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL }]
 
 type LeaderboardPart = Pick<Backend, 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords'>
 
-/** Leaderboards on SQLite (stub until the leaderboards issue lands). */
+/** A ranked record as the index holds it. */
+interface Entry {
+  ownerId: string
+  username: string
+  score: number
+  subscore: number
+}
+
+/** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
+interface Period {
+  expiry: number
+  from: number
+  index: RankIndex<Entry>
+}
+
+interface Board {
+  config: LeaderboardConfig
+  period: Period | null
+}
+
+/**
+ * Leaderboards on SQLite with an in-memory rank index per board period, filled from the database
+ * when a period is first served and kept in step with every write (never a COUNT(*) per request).
+ */
 export class LeaderboardStore implements LeaderboardPart {
-  constructor(readonly db: Database.Database) {}
-  async recordLaunch(..._args: unknown[]): Promise<void> { throw new Error('not implemented') }
-  async syncLeaderboards(..._args: unknown[]): Promise<void> {}
-  writeRecord(..._args: unknown[]): never { throw new Error('not implemented') }
-  listRecords(..._args: unknown[]): never { throw new Error('not implemented') }
+  #boards = new Map<string, Board>()
+  readonly #sql: Statements
+  readonly #commits: GroupCommit
+
+  constructor(readonly db: Database.Database) {
+    this.#sql = prepareStatements(db)
+    // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
+    this.#commits = new GroupCommit(db, () => {
+      for (const board of this.#boards.values()) board.period = null
+    })
+  }
+
+  /** Record a launched game session (committed before it resolves). */
+  async recordLaunch(launch: Launch): Promise<void> {
+    await this.#commits.submit(() => this.#sql.insertLaunch.run(launch.sessionId, launch.gameId, launch.userId, launch.time))
+  }
+
+  /**
+   * Make every catalogue leaderboard exist with its configuration. A changed configuration replaces
+   * the stored one (unlike Nakama, which keeps the first): the new sort order re-ranks the current
+   * records, a new operator applies to later writes, a new schedule starts a new period.
+   */
+  async syncLeaderboards(configs: LeaderboardConfig[]): Promise<void> {
+    const now = Date.now()
+    this.db.transaction(() => {
+      for (const c of configs) this.#sql.upsertBoard.run(c.id, c.operator, c.sortOrder, c.resetSchedule, c.authoritative ? 1 : 0, now)
+    })()
+    const boards = new Map<string, Board>()
+    for (const c of configs) {
+      const old = this.#boards.get(c.id)
+      const same = old && old.config.operator === c.operator && old.config.sortOrder === c.sortOrder && old.config.resetSchedule === c.resetSchedule
+      boards.set(c.id, same ? old : { config: { ...c }, period: null })
+    }
+    this.#boards = boards
+    // Fill the current period of every board now, so the first request does not wait for it.
+    for (const board of boards.values()) this.#period(board, now)
+  }
+
+  /** Write with the board's operator (Nakama semantics); committed before it resolves. */
+  async writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
+    const board = this.#board(write.leaderboardId)
+    const period = this.#period(board, now)
+    const old = period.index.get(write.ownerId)
+    const next = applyOperator(old, write, board.config.operator, board.config.sortOrder)
+    if (!next) return toRecord(board.config.id, old!, period.index.rank(old!.ownerId))
+    if (next.score > MAX_SCORE || next.subscore > MAX_SCORE) {
+      const message = 'the stored score would pass 2^53-1'
+      throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
+    }
+    const entry: Entry = { ownerId: write.ownerId, username: write.username, score: next.score, subscore: next.subscore }
+    // Memory first, so a second write of this owner in the same turn builds on this one.
+    const rank = period.index.set(entry)
+    const { id } = board.config
+    const { expiry } = period
+    await this.#commits.submit(() =>
+      this.#sql.upsertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, write.metadata ?? null, now),
+    )
+    return toRecord(board.config.id, entry, rank)
+  }
+
+  /** A page of the current period in rank order from the cursor, and the caller's own record. */
+  async listRecords(query: RecordQuery, now: number): Promise<RecordPage> {
+    const board = this.#board(query.leaderboardId)
+    const period = this.#period(board, now)
+    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry)
+    const { entries, more } = period.index.page(after, query.limit)
+    const records = entries.map(({ key, rank }) => toRecord(board.config.id, key, rank))
+    const last = entries[entries.length - 1]?.key
+    const nextCursor = more && last ? encodeCursor({ leaderboardId: board.config.id, expiry: period.expiry, ...last }) : null
+    const own = query.ownerId === undefined ? undefined : period.index.get(query.ownerId)
+    const ownRecord = own ? toRecord(board.config.id, own, period.index.rank(own.ownerId)) : null
+    return { records, nextCursor, ownRecord }
+  }
+
+  /** Commit queued writes at once (before the database closes). */
+  flush(): void {
+    this.#commits.flush()
+  }
+
+  #board(id: string): Board {
+    const board = this.#boards.get(id)
+    if (!board) throw new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard "${id}"`)
+    return board
+  }
+
+  /** The period a write or read at `now` belongs to; a new period is filled from the database. */
+  #period(board: Board, now: number): Period {
+    const p = board.period
+    if (p && now >= p.from && (p.expiry === 0 || now < p.expiry)) return p
+    const expiry = nextExpiry(board.config.resetSchedule, now)
+    if (p && p.expiry === expiry) {
+      p.from = Math.min(p.from, now)
+      return p
+    }
+    board.period = { expiry, from: expiry === 0 ? -Infinity : now, index: this.#fill(board.config, expiry) }
+    return board.period
+  }
+
+  #fill(config: LeaderboardConfig, expiry: number): RankIndex<Entry> {
+    const select = config.sortOrder === 'desc' ? this.#sql.selectPeriodDesc : this.#sql.selectPeriodAsc
+    const rows = select.all(config.id, expiry) as RecordRow[]
+    const entries: Entry[] = rows.map(([ownerId, username, score, subscore]) => ({ ownerId, username, score, subscore }))
+    return RankIndex.build(entries, rankComparator(config.sortOrder))
+  }
+}
+
+function toRecord(leaderboardId: string, entry: Entry, rank: number): LeaderboardRecord {
+  return { leaderboard_id: leaderboardId, owner_id: entry.ownerId, username: entry.username, score: entry.score, subscore: entry.subscore, rank }
 }

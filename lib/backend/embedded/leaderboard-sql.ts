@@ -1,0 +1,81 @@
+import type Database from 'better-sqlite3'
+
+/**
+ * Tables of migration 200. Records are keyed by (leaderboard, expiry, owner) as Nakama keys them,
+ * so every reset period keeps its own rows; expiry 0 means the board never resets. The rank index
+ * covers what the in-memory index is filled with, so a start reads it in order without a sort.
+ */
+export const LEADERBOARD_SQL = `
+CREATE TABLE leaderboards (
+  id TEXT PRIMARY KEY,
+  operator TEXT NOT NULL CHECK (operator IN ('best', 'set', 'incr')),
+  sort_order TEXT NOT NULL CHECK (sort_order IN ('desc', 'asc')),
+  reset_schedule TEXT,
+  authoritative INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE leaderboard_records (
+  leaderboard_id TEXT NOT NULL REFERENCES leaderboards (id),
+  expiry INTEGER NOT NULL,
+  owner_id TEXT NOT NULL,
+  username TEXT NOT NULL,
+  score INTEGER NOT NULL CHECK (score >= 0),
+  subscore INTEGER NOT NULL CHECK (subscore >= 0),
+  metadata TEXT NOT NULL,
+  num_score INTEGER NOT NULL,
+  create_time INTEGER NOT NULL,
+  update_time INTEGER NOT NULL,
+  PRIMARY KEY (leaderboard_id, expiry, owner_id)
+) WITHOUT ROWID;
+CREATE INDEX leaderboard_records_rank ON leaderboard_records (leaderboard_id, expiry, score, subscore, owner_id, username);
+CREATE TABLE launches (
+  session_id TEXT PRIMARY KEY,
+  game_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  launched_at INTEGER NOT NULL
+);
+`
+
+/** One row of a period as the rank index is filled with it: owner, username, score, subscore. */
+export type RecordRow = [string, string, number, number]
+
+/** The statements of the leaderboard store, prepared once. */
+export interface Statements {
+  upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>
+  upsertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number]>
+  insertLaunch: Database.Statement<[string, string, string, number]>
+  selectPeriodDesc: Database.Statement<[string, number]>
+  selectPeriodAsc: Database.Statement<[string, number]>
+}
+
+/** Prepare the store's statements on an opened, migrated database. */
+export function prepareStatements(db: Database.Database): Statements {
+  const selectPeriod = (dir: 'ASC' | 'DESC') =>
+    db
+      .prepare<[string, number]>(
+        `SELECT owner_id, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?
+         ORDER BY score ${dir}, subscore ${dir}, owner_id ${dir}`,
+      )
+      .raw()
+  return {
+    upsertBoard: db.prepare(
+      `INSERT INTO leaderboards (id, operator, sort_order, reset_schedule, authoritative, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET operator = excluded.operator, sort_order = excluded.sort_order,
+         reset_schedule = excluded.reset_schedule, authoritative = excluded.authoritative, updated_at = excluded.updated_at
+       WHERE operator IS NOT excluded.operator OR sort_order IS NOT excluded.sort_order
+         OR reset_schedule IS NOT excluded.reset_schedule OR authoritative IS NOT excluded.authoritative`,
+    ),
+    // Nakama's write (nakama-api.md §3.1): metadata replaced when supplied, else kept ({} when new).
+    upsertRecord: db.prepare(
+      `INSERT INTO leaderboard_records
+         (leaderboard_id, expiry, owner_id, username, score, subscore, metadata, num_score, create_time, update_time)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce(?7, '{}'), 1, ?8, ?8)
+       ON CONFLICT (leaderboard_id, expiry, owner_id) DO UPDATE SET username = excluded.username,
+         score = excluded.score, subscore = excluded.subscore, metadata = coalesce(?7, metadata),
+         num_score = num_score + 1, update_time = excluded.update_time`,
+    ),
+    insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),
+    selectPeriodDesc: selectPeriod('DESC'),
+    selectPeriodAsc: selectPeriod('ASC'),
+  }
+}

@@ -1,31 +1,90 @@
+import { readdir, readFile } from 'node:fs/promises'
+import path from 'node:path'
 import type { PlatformConfig } from '../config.js'
+import { logLine } from '../http/server.js'
 import type { Catalogue } from './catalogue.js'
+import { buildCatalogue, type BuildResult, type ManifestFile } from './build.js'
+import { formatProblem } from './problems.js'
 
-/** The catalogue in force, replaced on reload only by a valid one (stub until the catalogue lands). */
+type Dirs = Pick<PlatformConfig, 'manifestsDir' | 'screenshotsDir'>
+
+async function readOptional(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+}
+
+async function readManifest(dirs: Dirs, file: string): Promise<ManifestFile> {
+  const id = file.slice(0, -'.json'.length)
+  const text = await readFile(path.join(dirs.manifestsDir, file), 'utf8')
+  // Only a safe id names a directory to look in (an unsafe one fails the schema anyway).
+  if (!/^[a-z0-9][a-z0-9_-]*$/.test(id)) return { file, id, text }
+  const capturePath = path.join(dirs.screenshotsDir, 'games', id, 'latest.json')
+  const capture = await readOptional(capturePath)
+  return capture === undefined ? { file, id, text } : { file, id, text, capture: { file: capturePath, text: capture } }
+}
+
+/** Read MANIFESTS_DIR/*.json (and captures for manifests without one) and build the catalogue. */
+export async function loadCatalogue(dirs: Dirs, now: number): Promise<BuildResult> {
+  let inputs: ManifestFile[]
+  try {
+    const names = (await readdir(dirs.manifestsDir)).filter((n) => n.endsWith('.json')).sort()
+    inputs = await Promise.all(names.map((file) => readManifest(dirs, file)))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err)
+    return { catalogue: null, problems: [{ file: dirs.manifestsDir, path: '$', message: `cannot read the manifests (${code})` }] }
+  }
+  return buildCatalogue(inputs, now)
+}
+
+/** The catalogue in force, replaced on reload only by a valid one (CONTRACT §5). */
 export class CatalogueHolder {
   #current: Catalogue
-  private constructor(current: Catalogue) {
+  readonly #dirs: Dirs
+  private constructor(current: Catalogue, dirs: Dirs) {
     this.#current = current
+    this.#dirs = dirs
   }
 
-  /** Load MANIFESTS_DIR; exits 1 with one line per problem when invalid. */
+  /** Load MANIFESTS_DIR; when invalid, print one line per problem to stderr and exit 1. */
   static async open(config: Readonly<PlatformConfig>): Promise<CatalogueHolder> {
-    void config
-    return new CatalogueHolder({ games: new Map(), leaderboards: new Map() })
+    const result = await loadCatalogue(config, Date.now())
+    if (result.catalogue === null) {
+      process.stderr.write(result.problems.map((p) => formatProblem(p) + '\n').join(''))
+      process.exit(1)
+    }
+    return new CatalogueHolder(result.catalogue, config)
   }
 
+  /** The catalogue now in force. */
   current(): Catalogue {
     return this.#current
   }
 
-  /** Reload; keep the old catalogue and log the problems when the new one is invalid. */
+  /** Reload (SIGHUP); keep the old catalogue and log each problem as a JSON line when the new one is invalid. */
   async reload(): Promise<boolean> {
-    return false
+    const result = await loadCatalogue(this.#dirs, Date.now())
+    if (result.catalogue === null) {
+      for (const p of result.problems) logLine({ event: 'catalogue.problem', problem: formatProblem(p) })
+      logLine({ event: 'catalogue.reload_rejected', problems: result.problems.length, games: this.#current.games.size })
+      return false
+    }
+    this.#current = result.catalogue
+    logLine({ event: 'catalogue.reloaded', games: result.catalogue.games.size })
+    return true
   }
 }
 
-/** `bin/platform check`: validate without starting; 0 when valid, 1 otherwise. */
+/** `bin/platform check`: validate without starting; prints each problem to stderr; 0 when valid, 1 otherwise. */
 export async function runCheck(config: Readonly<PlatformConfig>): Promise<number> {
-  void config
+  const result = await loadCatalogue(config, Date.now())
+  if (result.catalogue === null) {
+    process.stderr.write(result.problems.map((p) => formatProblem(p) + '\n').join(''))
+    return 1
+  }
+  process.stdout.write(`catalogue ok: ${result.catalogue.games.size} games, ${result.catalogue.leaderboards.size} leaderboards\n`)
   return 0
 }

@@ -1,8 +1,48 @@
-import type { Router } from '../http/router.js'
+import type { ServerResponse } from 'node:http'
+import type { Router, RouteContext } from '../http/router.js'
+import { HttpError } from '../http/errors.js'
+import type { Representation } from '../catalogue/serialize.js'
+import { notModified, pickVariant } from '../catalogue/negotiate.js'
 import type { App } from './app.js'
 
-/** Routes of this module (stub until its issue lands). */
+/**
+ * Browsers and proxies may reuse an answer for a minute, then must revalidate (a 304 costs a few
+ * bytes): a reload shows within a minute. A detail is never kept past its next leaderboard reset.
+ */
+const MAX_AGE_S = 60
+const VARY = 'Origin, Accept-Encoding'
+
+/** GET /api/games and GET /api/games/{id}: pick pre-serialized bytes, never serialize per request. */
 export function gameRoutes(router: Router, app: App): void {
-  void router
-  void app
+  router.add('GET', '/api/games', (ctx) => {
+    send(ctx, app.catalogue().list, app.now())
+  })
+  router.add('GET', '/api/games/:id', (ctx) => {
+    const id = ctx.params.id!
+    const now = app.now()
+    const rep = app.catalogue().detail(id, now)
+    if (rep === undefined) throw new HttpError(404, 'GAME_NOT_FOUND', `no game ${JSON.stringify(id)}`)
+    send(ctx, rep, now)
+  })
+}
+
+function send({ req, res }: RouteContext, rep: Representation, now: number): void {
+  const variant = pickVariant(rep, req.headers['accept-encoding'])
+  const maxAge = rep.expiresAt === Infinity ? MAX_AGE_S : Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now) / 1000)))
+  res.setHeader('vary', VARY)
+  res.setHeader('etag', variant.etag)
+  res.setHeader('cache-control', `public, max-age=${maxAge}, must-revalidate`)
+  if (notModified(rep, req.headers['if-none-match'])) {
+    res.writeHead(304).end()
+    return
+  }
+  writeBody(res, variant.body, variant.encoding)
+}
+
+function writeBody(res: ServerResponse, body: Buffer, encoding: string): void {
+  res.setHeader('content-type', 'application/json; charset=utf-8')
+  res.setHeader('content-length', body.length)
+  if (encoding !== 'identity') res.setHeader('content-encoding', encoding)
+  // HEAD: node sends the headers (Content-Length included) and drops the body.
+  res.writeHead(200).end(body)
 }

@@ -1,0 +1,104 @@
+import type { LeaderboardConfig } from '../backend/backend.js'
+import type { Catalogue, CatalogueLeaderboard, Game } from './catalogue.js'
+import { CaptureValidator, ManifestValidator, type Manifest } from './manifest.js'
+import { schemaProblems, type Problem } from './problems.js'
+import { ruleProblems } from './rules.js'
+import { configDifference, resolveLeaderboard } from './resolve.js'
+import { represent } from './serialize.js'
+import { DetailCache, type DetailSource } from './details.js'
+
+/** A manifest file as read from MANIFESTS_DIR, with its capture file when one exists. */
+export interface ManifestFile {
+  /** The name printed in problem lines, e.g. `puzzle-tower.json`. */
+  file: string
+  /** The id the file name implies (name without `.json`). */
+  id: string
+  text: string
+  /** SCREENSHOTS_DIR/games/<id>/latest.json, read only when the manifest omits verifiedPlayCapture. */
+  capture?: { file: string; text: string }
+}
+
+/** Either a catalogue or every problem found; pure, so check and start agree line for line. */
+export type BuildResult = { catalogue: Catalogue; problems: [] } | { catalogue: null; problems: Problem[] }
+
+function parseJson(text: string, file: string, problems: Problem[]): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    problems.push({ file, path: '$', message: `is not valid JSON (${err instanceof Error ? err.message : String(err)})` })
+    return undefined
+  }
+}
+
+/** Validate one manifest and fill in its capture; null (with problems added) when invalid. */
+function readGame(input: ManifestFile, problems: Problem[]): Game | null {
+  const value = parseJson(input.text, input.file, problems)
+  if (value === undefined) return null
+  const found = schemaProblems(ManifestValidator, value, input.file)
+  if (found.length === 0) found.push(...ruleProblems(value as Manifest, input.file, input.id))
+  problems.push(...found)
+  if (found.length > 0) return null
+  const manifest = value as Manifest
+  if (manifest.verifiedPlayCapture !== undefined) return manifest as Game
+  let capture: unknown = null
+  if (input.capture) {
+    capture = parseJson(input.capture.text, input.capture.file, problems)
+    const bad = capture === undefined ? [] : schemaProblems(CaptureValidator, capture, input.capture.file)
+    problems.push(...bad)
+    if (capture === undefined || bad.length > 0) return null
+  }
+  return { ...manifest, verifiedPlayCapture: capture }
+}
+
+/** Build the catalogue from its files (sorted by name); `now` dates the first nextResetAt values. */
+export function buildCatalogue(inputs: ManifestFile[], now: number): BuildResult {
+  const problems: Problem[] = []
+  const games = new Map<string, Game>()
+  const files = new Map<string, string>()
+  const boards = new Map<string, CatalogueLeaderboard & { file: string }>()
+  const sources = new Map<string, DetailSource>()
+  for (const input of [...inputs].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))) {
+    const game = readGame(input, problems)
+    if (game === null) continue
+    const other = files.get(game.id)
+    if (other !== undefined) {
+      problems.push({ file: input.file, path: '$.id', message: `"${game.id}" is also the id of ${other}` })
+      continue
+    }
+    files.set(game.id, input.file)
+    games.set(game.id, game)
+    const own: LeaderboardConfig[] = []
+    const lb = game.leaderboards
+    const ids = lb && lb.enabled !== false ? lb.ids ?? [] : []
+    ids.forEach((id, i) => {
+      const config = resolveLeaderboard(id, lb?.configs?.[id])
+      own.push(config)
+      const known = boards.get(id)
+      if (known === undefined) {
+        boards.set(id, { ...config, gameId: game.id, file: input.file })
+        return
+      }
+      const diff = configDifference(known, config)
+      if (diff.length > 0) {
+        problems.push({
+          file: input.file,
+          path: `$.leaderboards.ids[${i}]`,
+          message: `leaderboard "${id}" is also declared by ${known.file} with a different config (${diff.join(', ')})`,
+        })
+      }
+    })
+    sources.set(game.id, { game, boards: own })
+  }
+  if (problems.length > 0) return { catalogue: null, problems }
+  const leaderboards = new Map([...boards].map(([id, { file: _file, ...board }]) => [id, board]))
+  const details = new DetailCache(sources, now)
+  return {
+    problems: [],
+    catalogue: {
+      games,
+      leaderboards,
+      list: represent({ success: true, games: [...games.values()] }, { best: true }),
+      detail: (id, at) => details.get(id, at),
+    },
+  }
+}

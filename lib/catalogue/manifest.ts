@@ -1,0 +1,124 @@
+import Type, { type Static, type TSchema } from 'typebox'
+import { Compile, type Validator } from 'typebox/compile'
+import { Settings } from 'typebox/system'
+
+// TypeBox stops at 8 errors by default; a manifest's author wants every problem in one run.
+Settings.Set({ maxErrors: 100 })
+
+const SLUG = '^[a-z0-9][a-z0-9_-]{0,63}$'
+const BOARD_ID = '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
+/** No scheme, not protocol-relative, no spaces: a path on the platform's own origin. */
+const RELATIVE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S+$'
+const ADDRESS = '^(https?://\\S+|(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S+)$'
+const UTC_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$'
+const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$'
+const SEMVER = '^\\d+\\.\\d+\\.\\d+(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?$'
+const CAPTURE_IMAGE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S*\\?(\\S*&)?v=[^&\\s]+'
+
+/** What a pattern means, for problem lines ("must be <this>"). */
+export const PATTERN_TEXT: ReadonlyMap<string, string> = new Map([
+  [SLUG, 'a slug: 1-64 of a-z 0-9 _ -, starting with a letter or digit'],
+  [BOARD_ID, 'a leaderboard id: 1-128 of A-Z a-z 0-9 _ . : -, starting with a letter or digit'],
+  [RELATIVE, 'a relative path (no scheme, no //, no spaces)'],
+  [ADDRESS, 'an http(s) URL or a relative path'],
+  [UTC_TIME, 'an ISO 8601 UTC timestamp like 2026-01-31T12:00:00Z'],
+  [ISO_TIME, 'an ISO 8601 timestamp with Z or an offset'],
+  [SEMVER, 'a semantic version like 1.2.3'],
+  [CAPTURE_IMAGE, 'a relative path whose query carries v=<timestamp>'],
+])
+
+const Text = Type.String({ minLength: 1, maxLength: 4096 })
+const Count = Type.Integer({ minimum: 0 })
+const strict = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false })
+
+/** Spec 2.3: every value seen of a leaderboard's `type`. */
+export const BOARD_TYPES = [
+  'win_loss', 'best', 'incr', 'set', 'time_best', 'high_score', 'highest_score', 'score',
+  'hashrate', 'wealth', 'wins', 'elo', 'mastery', 'kills', 'rating', 'coop_pve_run',
+] as const
+
+const BoardConfig = strict({
+  type: Type.Optional(Type.Enum(BOARD_TYPES)),
+  operator: Type.Optional(Type.Enum(['incr', 'set', 'best'])),
+  sortOrder: Type.Optional(Type.Enum(['desc', 'asc', 'descending', 'ascending'])),
+  label: Type.Optional(Text),
+  title: Type.Optional(Text),
+  unit: Type.Optional(Text),
+  description: Type.Optional(Text),
+  default: Type.Optional(Type.Number()),
+  authoritative: Type.Optional(Type.Boolean()),
+  // string or null; checked as a five-field cron by rules.ts, which words the problem better.
+  resetSchedule: Type.Optional(Type.Unknown()),
+})
+
+/** Spec 2.3. `{enabled: false}` alone, or `default` + `ids` (+ `configs`); rules.ts checks which. */
+const Leaderboards = strict({
+  enabled: Type.Optional(Type.Boolean()),
+  default: Type.Optional(Type.String({ pattern: BOARD_ID })),
+  ids: Type.Optional(Type.Array(Type.String({ pattern: BOARD_ID }), { minItems: 1 })),
+  configs: Type.Optional(Type.Record(Type.String(), BoardConfig)),
+})
+
+/** Spec 2.2: a play capture. */
+export const CaptureSchema = strict({
+  capturedAt: Type.String({ pattern: ISO_TIME }),
+  result: Type.Enum(['visible', 'timeout']),
+  playUrl: Type.String({ pattern: ADDRESS }),
+  imageUrl: Type.String({ pattern: CAPTURE_IMAGE }),
+  metadataUrl: Type.String({ pattern: RELATIVE }),
+  source: Type.Enum(['capture-on-demand']),
+  viewport: strict({ width: Type.Integer({ minimum: 1 }), height: Type.Integer({ minimum: 1 }) }),
+  notes: Type.Array(Type.String()),
+})
+
+/** Spec 2.1: a game manifest, one file a game (CONTRACT §5). */
+export const ManifestSchema = strict({
+  id: Type.String({ pattern: SLUG }),
+  title: Text,
+  description: Text,
+  thumbnail: Type.String({ pattern: RELATIVE }),
+  rating: strict({ average: Type.Number({ minimum: 0, maximum: 5 }), count: Count }),
+  developer: Type.Optional(Text),
+  genre: Type.Array(Text),
+  playerCount: strict({ current: Count, max: Type.Integer({ minimum: 1 }), min: Type.Integer({ minimum: 1 }) }),
+  status: Type.Enum(['available', 'beta']),
+  gameType: Type.Enum(['web']),
+  integrationType: Type.Enum(['iframe-themeable', 'native-component']),
+  engine: Text,
+  analytics: Type.Optional(
+    strict({
+      totalPlays: Count,
+      avgSessionMinutes: Type.Number({ minimum: 0 }),
+      retentionRate: Type.Number({ minimum: 0, maximum: 1 }),
+      popularityScore: Count,
+    }),
+  ),
+  playUrl: Type.String({ pattern: RELATIVE }),
+  lastUpdated: Type.String({ pattern: UTC_TIME }),
+  screenshots: Type.Array(Type.String({ pattern: RELATIVE })),
+  // object or null; checked against CaptureSchema by rules.ts so a bad capture reads as such.
+  verifiedPlayCapture: Type.Optional(Type.Unknown()),
+  tags: Type.Array(Text),
+  version: Type.String({ pattern: SEMVER }),
+  theme: Type.Optional(Type.Enum(['funday-dark', 'themeable', 'synthwave', 'memory5d'])),
+  entryPoint: Text,
+  leaderboards: Type.Optional(Leaderboards),
+  capabilities: strict({ aiPractice: Type.Boolean(), spectators: Type.Boolean(), authoritativeChat: Type.Boolean() }),
+  matchmaking: strict({ enabled: Type.Boolean(), reason: Type.Optional(Text) }),
+  session: strict({
+    mode: Type.Enum(['backend-match', 'dedicated-native-lobby']),
+    allowSoloAutostart: Type.Boolean(),
+    autoOpenDrawer: Type.Boolean(),
+  }),
+  characters: Type.Optional(Type.Array(strict({ id: Type.String({ pattern: SLUG }) }), { minItems: 1 })),
+})
+
+/** A manifest that passed the schema (before the cross-field rules). */
+export type Manifest = Static<typeof ManifestSchema>
+/** A leaderboard config as written in a manifest. */
+export type BoardConfigInput = Static<typeof BoardConfig>
+
+/** Compiled once: manifests are checked at start and on every reload. */
+export const ManifestValidator: Validator<{}, typeof ManifestSchema> = Compile(ManifestSchema)
+/** Compiled once: for captures in manifests and in SCREENSHOTS_DIR/games/<id>/latest.json. */
+export const CaptureValidator: Validator<{}, typeof CaptureSchema> = Compile(CaptureSchema)

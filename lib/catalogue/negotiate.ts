@@ -1,0 +1,52 @@
+import type { Representation, Variant } from './serialize.js'
+
+// Preference among equal q-values: smallest bytes first.
+const ORDER = ['br', 'gzip', 'identity'] as const
+
+/**
+ * Pick the variant for an Accept-Encoding header (RFC 9110 §12.5.3): the coding with the highest
+ * q, `*` standing for codings not named, identity acceptable unless refused. When everything is
+ * refused, identity anyway: a 406 helps no client of a JSON API.
+ */
+export function pickVariant(rep: Representation, accept: string | undefined): Variant {
+  if (accept === undefined || accept === '') return rep.identity
+  const q = new Map<string, number>()
+  for (const part of accept.split(',')) {
+    const [name, ...params] = part.split(';')
+    const coding = name!.trim().toLowerCase()
+    if (coding === '') continue
+    let weight = 1
+    for (const param of params) {
+      const [key, value] = param.split('=')
+      if (key?.trim().toLowerCase() === 'q') weight = Number(value?.trim())
+    }
+    q.set(coding === 'x-gzip' ? 'gzip' : coding, Number.isFinite(weight) ? weight : 0)
+  }
+  const star = q.get('*')
+  let best: Variant = rep.identity
+  let bestQ = 0
+  for (const coding of ORDER) {
+    const weight = q.get(coding) ?? (coding === 'identity' ? (star === 0 ? 0 : 0.001) : star ?? 0)
+    if (weight > bestQ) {
+      best = rep[coding]
+      bestQ = weight
+    }
+  }
+  return best
+}
+
+/**
+ * True when If-None-Match names the representation: `*`, or any listed tag (W/ or not: the
+ * comparison is weak, RFC 9110 §13.1.2) equal to the tag of any of its encodings, which all stand
+ * for the same content.
+ */
+export function notModified(rep: Representation, ifNoneMatch: string | undefined): boolean {
+  if (ifNoneMatch === undefined) return false
+  for (const raw of ifNoneMatch.split(',')) {
+    const tag = raw.trim()
+    if (tag === '*') return true
+    const opaque = tag.startsWith('W/') ? tag.slice(2) : tag
+    if (opaque.length >= 2 && opaque.startsWith('"') && opaque.endsWith('"') && rep.tags.has(opaque.slice(1, -1))) return true
+  }
+  return false
+}

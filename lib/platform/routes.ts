@@ -7,6 +7,7 @@ import { userRoutes } from './user-routes.js'
 import { launchRoutes } from './launch-routes.js'
 import { leaderboardRoutes } from './leaderboard-routes.js'
 import { terminalRoutes } from './terminal-routes.js'
+import { screenshotsRoutes } from './screenshots-routes.js'
 
 /** The platform's route table: every endpoint of the spec and the contract. */
 export function buildRouter(deps: Omit<App, 'auth'>): Router {
@@ -18,5 +19,6 @@ export function buildRouter(deps: Omit<App, 'auth'>): Router {
   launchRoutes(router, app)
   leaderboardRoutes(router, app)
   terminalRoutes(router, app)
+  screenshotsRoutes(router, app)
   return router
 }

@@ -42,7 +42,7 @@ export type RecordRow = [string, string, number, number]
 /** The statements of the leaderboard store, prepared once. */
 export interface Statements {
   upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>
-  upsertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number]>
+  upsertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number, string | null]>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriodDesc: Database.Statement<[string, number]>
   selectPeriodAsc: Database.Statement<[string, number]>
@@ -69,9 +69,9 @@ export function prepareStatements(db: Database.Database): Statements {
     upsertRecord: db.prepare(
       `INSERT INTO leaderboard_records
          (leaderboard_id, expiry, owner_id, username, score, subscore, metadata, num_score, create_time, update_time)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce(?7, '{}'), 1, ?8, ?8)
+       VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)
        ON CONFLICT (leaderboard_id, expiry, owner_id) DO UPDATE SET username = excluded.username,
-         score = excluded.score, subscore = excluded.subscore, metadata = coalesce(?7, metadata),
+         score = excluded.score, subscore = excluded.subscore, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = excluded.update_time`,
     ),
     insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),

@@ -92,8 +92,9 @@ export class LeaderboardStore implements LeaderboardPart {
     const rank = period.index.set(entry)
     const { id } = board.config
     const { expiry } = period
+    const metadata = write.metadata ?? null
     await this.#commits.submit(() =>
-      this.#sql.upsertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, write.metadata ?? null, now),
+      this.#sql.upsertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now, metadata),
     )
     return toRecord(board.config.id, entry, rank)
   }

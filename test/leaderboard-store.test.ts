@@ -1,0 +1,195 @@
+import t from 'tap'
+import { openDatabase } from '../lib/backend/embedded/db.js'
+import { LeaderboardStore, LEADERBOARD_MIGRATIONS } from '../lib/backend/embedded/leaderboards.js'
+import type { LeaderboardConfig } from '../lib/backend/backend.js'
+import { compareRank, type SortOrder } from '../lib/leaderboard.js'
+import { HttpError } from '../lib/http/errors.js'
+import { tempDir } from './helpers/platform.js'
+
+const NOW = Date.parse('2026-11-21T06:00:00Z')
+const board = (id: string, operator: LeaderboardConfig['operator'], sortOrder: SortOrder, resetSchedule: string | null = null): LeaderboardConfig => ({
+  id,
+  operator,
+  sortOrder,
+  resetSchedule,
+  authoritative: false,
+})
+const BOARDS = [
+  board('best-desc', 'best', 'desc'),
+  board('best-asc', 'best', 'asc'),
+  board('set-desc', 'set', 'desc'),
+  board('set-asc', 'set', 'asc'),
+  board('incr-desc', 'incr', 'desc'),
+  board('incr-asc', 'incr', 'asc'),
+  board('daily', 'best', 'desc', '0 0 * * *'),
+]
+
+async function open(dir = tempDir()) {
+  const db = openDatabase(dir, LEADERBOARD_MIGRATIONS)
+  const store = new LeaderboardStore(db)
+  await store.syncLeaderboards(BOARDS)
+  const row = (boardId: string, owner: string) =>
+    db.prepare('SELECT username, score, subscore, metadata, num_score, expiry FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ? ORDER BY expiry DESC').get(boardId, owner)
+  return { db, store, row, dir }
+}
+
+const write = (leaderboardId: string, ownerId: string, score: number, subscore = 0, metadata?: string, username = `name-${ownerId}`) => ({
+  leaderboardId,
+  ownerId,
+  username,
+  score,
+  subscore,
+  metadata,
+})
+
+t.test('every operator and sort order, with and without subscore, as stored and answered', async (t) => {
+  const { store, row } = await open()
+  // [board, [score, subscore] written in turn, the stored pair after each write]
+  const table: [string, [number, number][], [number, number][]][] = [
+    ['best-desc', [[100, 5], [90, 9], [110, 1], [100, 0]], [[100, 5], [100, 9], [110, 9], [110, 9]]],
+    ['best-asc', [[100, 5], [90, 9], [110, 1], [100, 9]], [[100, 5], [90, 5], [90, 1], [90, 1]]],
+    ['set-desc', [[100, 5], [90, 9], [90, 9], [0, 0]], [[100, 5], [90, 9], [90, 9], [0, 0]]],
+    ['set-asc', [[100, 0], [120, 0], [120, 0], [5, 2]], [[100, 0], [120, 0], [120, 0], [5, 2]]],
+    ['incr-desc', [[100, 5], [10, 1], [0, 0], [0, 4]], [[100, 5], [110, 6], [110, 6], [110, 10]]],
+    ['incr-asc', [[3, 0], [4, 0], [0, 0], [1, 0]], [[3, 0], [7, 0], [7, 0], [8, 0]]],
+  ]
+  for (const [id, writes, stored] of table) {
+    for (let i = 0; i < writes.length; i++) {
+      const [score, subscore] = writes[i]!
+      const record = await store.writeRecord(write(id, 'u1', score, subscore), NOW)
+      const [wantScore, wantSub] = stored[i]!
+      t.same(record, { leaderboard_id: id, owner_id: 'u1', username: 'name-u1', score: wantScore, subscore: wantSub, rank: 1 }, `${id} write ${i}`)
+      t.match(row(id, 'u1'), { score: wantScore, subscore: wantSub }, `${id} write ${i} in the database`)
+    }
+  }
+})
+
+t.test('a write that changes nothing keeps metadata, username and the write count', async (t) => {
+  const { store, row } = await open()
+  await store.writeRecord(write('best-desc', 'u1', 50, 0, '{"lap":1}', 'first'), NOW)
+  t.same(row('best-desc', 'u1'), { username: 'first', score: 50, subscore: 0, metadata: '{"lap":1}', num_score: 1, expiry: 0 })
+  const same = await store.writeRecord(write('best-desc', 'u1', 40, 0, '{"lap":2}', 'second'), NOW)
+  t.same(same, { leaderboard_id: 'best-desc', owner_id: 'u1', username: 'first', score: 50, subscore: 0, rank: 1 })
+  t.same(row('best-desc', 'u1'), { username: 'first', score: 50, subscore: 0, metadata: '{"lap":1}', num_score: 1, expiry: 0 })
+  await store.writeRecord(write('best-desc', 'u1', 60, 0, undefined, 'third'), NOW)
+  t.same(row('best-desc', 'u1'), { username: 'third', score: 60, subscore: 0, metadata: '{"lap":1}', num_score: 2, expiry: 0 }, 'kept metadata when none is sent')
+  await store.writeRecord(write('best-desc', 'u1', 70, 0, '{"__proto__":{"x":1}}', 'third'), NOW)
+  t.same(row('best-desc', 'u1'), { username: 'third', score: 70, subscore: 0, metadata: '{"__proto__":{"x":1}}', num_score: 3, expiry: 0 })
+  await store.writeRecord(write('incr-desc', 'u2', 0, 0), NOW)
+  t.same(row('incr-desc', 'u2'), { username: 'name-u2', score: 0, subscore: 0, metadata: '{}', num_score: 1, expiry: 0 }, 'a first incr of 0 creates the record')
+})
+
+t.test('incr past 2^53-1 is 400 and changes nothing', async (t) => {
+  const { store, row } = await open()
+  await store.writeRecord(write('incr-desc', 'u1', Number.MAX_SAFE_INTEGER - 1), NOW)
+  await t.rejects(store.writeRecord(write('incr-desc', 'u1', 2), NOW), { status: 400, code: 'VALIDATION_FAILED' })
+  t.match(row('incr-desc', 'u1'), { score: Number.MAX_SAFE_INTEGER - 1, num_score: 1 })
+  const page = await store.listRecords({ leaderboardId: 'incr-desc', limit: 5 }, NOW)
+  t.equal(page.records[0]!.score, Number.MAX_SAFE_INTEGER - 1)
+})
+
+t.test('ranks with many users and ties follow score, subscore, owner id in the sort direction', async (t) => {
+  const { store, dir, db } = await open()
+  for (const order of ['desc', 'asc'] as const) {
+    const id = `set-${order}`
+    const want = new Map<string, { ownerId: string; score: number; subscore: number }>()
+    const writes = []
+    for (let i = 0; i < 500; i++) {
+      const ownerId = `user-${(i * 37) % 211}`
+      const score = (i * 13) % 7
+      const subscore = i % 3
+      want.set(ownerId, { ownerId, score, subscore })
+      writes.push(store.writeRecord(write(id, ownerId, score, subscore), NOW))
+    }
+    await Promise.all(writes)
+    const sorted = [...want.values()].sort((a, b) => compareRank(a, b, order))
+    const page = await store.listRecords({ leaderboardId: id, limit: 1000 }, NOW)
+    t.same(page.records.map((r) => [r.owner_id, r.score, r.subscore, r.rank]), sorted.map((k, i) => [k.ownerId, k.score, k.subscore, i + 1]), `${order}: listing`)
+    const again = await store.writeRecord(write(id, sorted[100]!.ownerId, sorted[100]!.score, sorted[100]!.subscore), NOW)
+    t.equal(again.rank, 101, `${order}: rank answered by a no-op write`)
+  }
+  // A restart refills the index from SQLite with the same ranks.
+  const before = await store.listRecords({ leaderboardId: 'set-asc', limit: 100, ownerId: 'user-5' }, NOW)
+  db.close()
+  const reopened = await open(dir)
+  t.same(await reopened.store.listRecords({ leaderboardId: 'set-asc', limit: 100, ownerId: 'user-5' }, NOW), before, 'same page after reopening')
+  t.not(before.ownRecord, null)
+})
+
+t.test('pages cover every record exactly once, with writes of others between pages', async (t) => {
+  const { store } = await open()
+  for (let i = 0; i < 137; i++) await store.writeRecord(write('best-desc', `p${i}`, i % 17, i % 2), NOW)
+  const seen = new Set<string>()
+  let cursor: string | undefined
+  let pages = 0
+  do {
+    const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 20, cursor }, NOW)
+    pages++
+    for (const r of page.records) {
+      t.notOk(seen.has(r.owner_id), `${r.owner_id} once`)
+      seen.add(r.owner_id)
+    }
+    // newcomers above and below the cursor must not shift the next page
+    await store.writeRecord(write('best-desc', `top${pages}`, 1000), NOW)
+    cursor = page.nextCursor ?? undefined
+    if (cursor === undefined) t.ok(page.records.length > 0 && page.records.length <= 20)
+  } while (cursor !== undefined)
+  const originals = [...seen].filter((id) => id.startsWith('p'))
+  t.equal(originals.length, 137, 'every original record seen')
+  t.equal(pages, 7)
+})
+
+t.test('cursors are checked: garbage, another board, an ended period', async (t) => {
+  const { store } = await open()
+  for (let i = 0; i < 5; i++) {
+    await store.writeRecord(write('daily', `d${i}`, i), NOW)
+    await store.writeRecord(write('best-asc', `d${i}`, i), NOW)
+  }
+  const page = await store.listRecords({ leaderboardId: 'daily', limit: 2 }, NOW)
+  t.type(page.nextCursor, 'string')
+  for (const bad of ['%%%', 'abc', Buffer.from('{"l":"daily"}').toString('base64url'), Buffer.from('[1]').toString('base64url')]) {
+    await t.rejects(store.listRecords({ leaderboardId: 'daily', limit: 2, cursor: bad }, NOW), { status: 400, code: 'VALIDATION_FAILED' }, bad)
+  }
+  await t.rejects(store.listRecords({ leaderboardId: 'best-asc', limit: 2, cursor: page.nextCursor! }, NOW), { status: 400, code: 'VALIDATION_FAILED' })
+  await t.rejects(store.listRecords({ leaderboardId: 'daily', limit: 2, cursor: page.nextCursor! }, NOW + 86_400_000), { status: 400, code: 'VALIDATION_FAILED' })
+  await t.rejects(store.listRecords({ leaderboardId: 'nope', limit: 2 }, NOW), new HttpError(404, 'LEADERBOARD_NOT_FOUND', 'no leaderboard "nope"'))
+  await t.rejects(store.writeRecord(write('nope', 'u', 1), NOW), { status: 404, code: 'LEADERBOARD_NOT_FOUND' })
+})
+
+t.test('a reset starts an empty period; the old one stays in the database, not served', async (t) => {
+  const { store, db } = await open()
+  const day1 = Date.parse('2026-11-21T23:59:59.000Z')
+  const day2 = Date.parse('2026-11-22T00:00:00.000Z')
+  await store.writeRecord(write('daily', 'a', 10), day1)
+  await store.writeRecord(write('daily', 'b', 20), day1)
+  t.same((await store.listRecords({ leaderboardId: 'daily', limit: 10, ownerId: 'a' }, day1)).ownRecord, {
+    leaderboard_id: 'daily', owner_id: 'a', username: 'name-a', score: 10, subscore: 0, rank: 2,
+  })
+  t.same(await store.listRecords({ leaderboardId: 'daily', limit: 10, ownerId: 'a' }, day2), { records: [], nextCursor: null, ownRecord: null }, 'empty at the reset')
+  const fresh = await store.writeRecord(write('daily', 'a', 5), day2)
+  t.same(fresh, { leaderboard_id: 'daily', owner_id: 'a', username: 'name-a', score: 5, subscore: 0, rank: 1 }, 'best starts over: 5 is stored although 10 was better')
+  const rows = db.prepare("SELECT owner_id, score, expiry FROM leaderboard_records WHERE leaderboard_id = 'daily' ORDER BY expiry, owner_id").all()
+  t.same(rows, [
+    { owner_id: 'a', score: 10, expiry: day2 },
+    { owner_id: 'b', score: 20, expiry: day2 },
+    { owner_id: 'a', score: 5, expiry: day2 + 86_400_000 },
+  ])
+})
+
+t.test('a changed configuration replaces the stored one and re-ranks', async (t) => {
+  const { store, db } = await open()
+  await store.writeRecord(write('set-desc', 'a', 1), NOW)
+  await store.writeRecord(write('set-desc', 'b', 2), NOW)
+  t.equal((await store.listRecords({ leaderboardId: 'set-desc', limit: 5 }, NOW)).records[0]!.owner_id, 'b')
+  await store.syncLeaderboards([board('set-desc', 'incr', 'asc')])
+  t.equal((await store.listRecords({ leaderboardId: 'set-desc', limit: 5 }, NOW)).records[0]!.owner_id, 'a', 'ascending now')
+  t.equal((await store.writeRecord(write('set-desc', 'a', 5), NOW)).score, 6, 'incr now')
+  t.same(db.prepare("SELECT operator, sort_order FROM leaderboards WHERE id = 'set-desc'").get(), { operator: 'incr', sort_order: 'asc' })
+  await t.rejects(store.writeRecord(write('best-desc', 'a', 5), NOW), { status: 404, code: 'LEADERBOARD_NOT_FOUND' }, 'a board gone from the catalogue is not served')
+})
+
+t.test('launches are recorded', async (t) => {
+  const { store, db } = await open()
+  await store.recordLaunch({ sessionId: 's1', gameId: 'g', userId: 'u', time: NOW })
+  t.same(db.prepare('SELECT * FROM launches').all(), [{ session_id: 's1', game_id: 'g', user_id: 'u', launched_at: NOW }])
+})

@@ -37,6 +37,10 @@ export interface StartOptions {
   /** The log event that says the process is ready and carries `port`. */
   readyEvent?: string
   script?: string
+  /** Run this program and arguments instead of node `script` (e.g. a bin/ wrapper under setpriv). */
+  command?: string[]
+  /** Working directory; the repository root when omitted. */
+  cwd?: string
 }
 
 /**
@@ -55,9 +59,10 @@ export function startPlatform(options: StartOptions = {}): Promise<RunningProces
     ...options.env,
   }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
-  const child = spawn(process.execPath, [options.script ?? PLATFORM_JS, ...(options.args ?? [])], {
+  const [file, ...argv] = options.command ?? [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])]
+  const child = spawn(file!, argv, {
     env: env as NodeJS.ProcessEnv,
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const logs: Record<string, unknown>[] = []

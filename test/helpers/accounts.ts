@@ -47,7 +47,7 @@ export function countRows(dataDir: string, sql: string, ...params: unknown[]): n
 
 /** The decoded header and claims of a JWT (no signature check). */
 export function decodeJwt(token: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
-  const [header, claims] = token.split('.').map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')))
+  const [header, claims] = token.split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')))
   return { header, claims }
 }
 

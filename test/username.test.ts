@@ -1,0 +1,130 @@
+import t from 'tap'
+import { Client, startPlatform, tempDir } from './helpers/platform.js'
+import { BAD_NAMES, countRows, decodeJwt, expectError, signUp, type SessionBody } from './helpers/accounts.js'
+
+const dataDir = tempDir()
+let platform = await startPlatform({ dataDir })
+t.teardown(() => platform.stop())
+
+const rename = (c: Client, username: unknown): Promise<Response> => c.put('/api/user/username', { username })
+const nameOf = async (c: Client): Promise<string> => ((await (await c.get('/api/auth/session')).json()) as SessionBody).user.username
+const spent = (userId: string): number =>
+  countRows(dataDir, "SELECT count(*) FROM buckets WHERE key = 'rename:' || ?", userId)
+
+t.test('PUT /api/user/username without a session is 401 NO_SESSION', async (t) => {
+  await expectError(t, await rename(new Client(platform.url), 'nobody1'), 401, 'NO_SESSION')
+})
+
+t.test('a rename answers the new name, shows in the session, and the next backend token carries it', async (t) => {
+  const c = new Client(platform.url)
+  const user = await signUp(t, c, 'before1')
+  const tokenBefore = (await (await c.get('/api/auth/backend-token')).json()) as { token: string }
+  const res = await rename(c, 'After_1')
+  t.equal(res.status, 200)
+  t.same(await res.json(), { success: true, username: 'After_1' })
+  t.equal(res.headers.getSetCookie().length, 1, 'the cookie is reset with the new name')
+  t.same(await (await c.get('/api/auth/session')).json(), { success: true, user: { id: user.id, username: 'After_1', roles: [] } })
+  const token = (await (await c.get('/api/auth/backend-token')).json()) as { token: string; username: string }
+  t.equal(token.username, 'After_1')
+  t.equal(decodeJwt(token.token).claims.usn, 'After_1')
+  t.equal(decodeJwt(token.token).claims.tid, decodeJwt(tokenBefore.token).claims.tid, 'refreshed, not a new session')
+  t.equal((await new Client(platform.url).post('/api/auth/login', { username: 'after_1', password: 'correct horse' })).status, 200, 'login works with the new name')
+  await expectError(t, await new Client(platform.url).post('/api/auth/login', { username: 'before1', password: 'correct horse' }), 401, 'INVALID_CREDENTIALS', 'the old name is gone')
+})
+
+t.test('names outside the rule are 400 VALIDATION_FAILED, change nothing and spend nothing', async (t) => {
+  const c = new Client(platform.url)
+  const user = await signUp(t, c, 'keeper1')
+  for (const [label, username] of BAD_NAMES) await expectError(t, await rename(c, username), 400, 'VALIDATION_FAILED', label)
+  const bodies: [string, unknown][] = [
+    ['extra field', { username: 'valid1', other: 1 }],
+    ['__proto__ key', '{"username":"valid1","__proto__":{"x":1}}'],
+    ['missing username', {}],
+    ['an array', [{ username: 'valid1' }]],
+    ['a string', '"valid1"'],
+  ]
+  for (const [label, body] of bodies) await expectError(t, await c.put('/api/user/username', body), 400, 'VALIDATION_FAILED', label)
+  await expectError(t, await c.put('/api/user/username', '{"username":'), 400, 'INVALID_JSON')
+  await expectError(t, await c.put('/api/user/username', 'valid1', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE')
+  t.equal(await nameOf(c), 'keeper1', 'the name is unchanged')
+  t.equal(spent(user.id), 0, 'no bucket was touched')
+  for (const name of ['valid1', 'valid2', 'valid3']) t.equal((await rename(c, name)).status, 200, 'all three renames are still there')
+})
+
+t.test('the boundary names of the rule are accepted', async (t) => {
+  const c = new Client(platform.url)
+  await signUp(t, c, 'edges1')
+  for (const name of ['a1-', '9_z', 'Z'.repeat(24)]) {
+    const res = await rename(c, name)
+    t.same(await res.json(), { success: true, username: name }, name)
+  }
+})
+
+t.test('a name taken by another user, ignoring case, is 409 USERNAME_TAKEN and spends nothing', async (t) => {
+  await signUp(t, new Client(platform.url), 'Occupied')
+  const c = new Client(platform.url)
+  const user = await signUp(t, c, 'wants1')
+  for (const name of ['Occupied', 'occupied', 'OCCUPIED']) await expectError(t, await rename(c, name), 409, 'USERNAME_TAKEN', name)
+  t.equal(await nameOf(c), 'wants1')
+  t.equal(spent(user.id), 0)
+})
+
+t.test('renaming to the current name changes and spends nothing; a change of case is a change', async (t) => {
+  const c = new Client(platform.url)
+  const user = await signUp(t, c, 'sameName')
+  const same = await rename(c, 'sameName')
+  t.same(await same.json(), { success: true, username: 'sameName' })
+  t.equal(spent(user.id), 0, 'the same name spends nothing')
+  const recased = await rename(c, 'SameName')
+  t.same(await recased.json(), { success: true, username: 'SameName' })
+  t.equal(await nameOf(c), 'SameName')
+  t.equal(spent(user.id), 1, 'a change of case spent a token')
+})
+
+t.test('the 4th accepted rename within the hour is 429 RATE_LIMITED with Retry-After, and nothing changes', async (t) => {
+  const c = new Client(platform.url)
+  await signUp(t, c, 'often0')
+  for (const name of ['often1', 'often2', 'often3']) t.equal((await rename(c, name)).status, 200, name)
+  const res = await rename(c, 'often4')
+  const body = await expectError(t, res, 429, 'RATE_LIMITED')
+  const retry = Number(res.headers.get('retry-after'))
+  t.ok(Number.isInteger(retry) && retry > 1100 && retry <= 1200, `Retry-After ${retry} s is about 20 minutes (one token of 3 per hour)`)
+  t.type(body.error, 'string')
+  t.equal(await nameOf(c), 'often3')
+  t.equal((await new Client(platform.url).post('/api/auth/register', { username: 'often4', password: 'correct horse' })).status, 200, 'the refused name stays free')
+})
+
+t.test('10 concurrent renames by one user: exactly 3 are accepted', async (t) => {
+  const c = new Client(platform.url)
+  await signUp(t, c, 'racer0')
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => rename(c, `racer${i + 1}`)))
+  const statuses = results.map((r) => r.status).sort()
+  t.same(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429])
+  const accepted = await Promise.all(results.filter((r) => r.status === 200).map(async (r) => ((await r.json()) as { username: string }).username))
+  t.ok(accepted.includes(await nameOf(c)), 'the final name is one of the accepted ones')
+})
+
+t.test('two platform processes on one file cannot overspend a bucket between them', async (t) => {
+  const second = await startPlatform({ dataDir })
+  t.teardown(() => second.stop())
+  const a = new Client(platform.url)
+  await signUp(t, a, 'twoproc0')
+  const b = new Client(second.url)
+  b.cookies = a.cookies
+  const results = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => rename(i % 2 ? b : a, `twoproc${i + 1}`)),
+  )
+  t.same(results.map((r) => r.status).filter((s) => s === 200).length, 3)
+})
+
+t.test('the limit holds across a restart', async (t) => {
+  const c = new Client(platform.url)
+  await signUp(t, c, 'restart0')
+  for (const name of ['restart1', 'restart2', 'restart3']) t.equal((await rename(c, name)).status, 200)
+  await platform.stop()
+  platform = await startPlatform({ dataDir })
+  const again = new Client(platform.url)
+  again.cookies = c.cookies
+  await expectError(t, await rename(again, 'restart4'), 429, 'RATE_LIMITED')
+  t.equal(await nameOf(again), 'restart3')
+})

@@ -1,9 +1,10 @@
 import type { PlatformConfig } from '../config.js'
 import type { Backend } from './backend.js'
 import { createEmbeddedBackend } from './embedded/index.js'
+import { createNakamaBackend } from './nakama/index.js'
 
 /** The configured game backend: embedded (SQLite in DATA_DIR) or Nakama (NAKAMA_URL). */
 export async function createBackend(config: Readonly<PlatformConfig>): Promise<Backend> {
-  if (config.gameBackend === 'nakama') throw new Error('the Nakama backend is not built yet')
+  if (config.gameBackend === 'nakama') return createNakamaBackend(config)
   return createEmbeddedBackend(config)
 }

@@ -1,0 +1,138 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { HttpError, rateLimited } from '../../http/errors.js'
+import type { Rule } from '../../limiter.js'
+import type { Account, BackendSession } from '../backend.js'
+import { decodeClaims, noSession, toBackendSession } from './claims.js'
+import { NakamaError, type NakamaClient } from './client.js'
+import { Revocations } from './revocations.js'
+
+/** Synthetic e-mail domain: Nakama's username+password sign-in needs an e-mail account behind it. */
+const EMAIL_DOMAIN = 'users.playfield.invalid'
+/** Storage keys are VARCHAR(128); longer bucket keys are hashed. */
+const MAX_KEY = 128
+
+/**
+ * The password Nakama stores (bcrypt, inside Nakama): a SHA-256 of the user's password. Nakama
+ * counts bytes and bcrypt ignores bytes past 72, while the contract allows 256 characters: the
+ * digest keeps every character significant and always passes Nakama's 8-character minimum.
+ */
+function nakamaPassword(password: string): string {
+  return createHash('sha256').update(`playfield\u0000${password}`).digest('base64url')
+}
+
+function isTaken(err: unknown): boolean {
+  // 409/6 at authenticate; 400/3 (message wrapped from v3.37) at PUT /v2/account (nakama-api.md §1.5).
+  return err instanceof NakamaError && (err.status === 400 || err.status === 409) && err.message.includes('Username is already in use')
+}
+
+function taken(username: string): HttpError {
+  return new HttpError(409, 'USERNAME_TAKEN', `the username "${username}" is taken`)
+}
+
+/** Sign-in, sessions, accounts, roles and limiter buckets on Nakama accounts and storage. */
+export class NakamaAccounts {
+  readonly #revocations: Revocations
+  constructor(readonly client: NakamaClient, readonly now: () => number = Date.now) {
+    this.#revocations = new Revocations(client)
+  }
+
+  async authenticateGuest(): Promise<BackendSession> {
+    const body = await this.client.request('POST', '/v2/account/authenticate/custom', {
+      query: { create: 'true' }, body: { id: `playfield-guest-${randomUUID()}` }, auth: 'server',
+    })
+    return toBackendSession(body)
+  }
+
+  async register(username: string, password: string): Promise<BackendSession> {
+    try {
+      const body = await this.client.request('POST', '/v2/account/authenticate/email', {
+        query: { create: 'true', username },
+        body: { email: `${randomUUID()}@${EMAIL_DOMAIN}`, password: nakamaPassword(password) },
+        auth: 'server',
+      })
+      return toBackendSession(body)
+    } catch (err) {
+      throw isTaken(err) ? taken(username) : err
+    }
+  }
+
+  /** Nakama's username+password path: an e-mail request without `email` (nakama-api.md §1.1). */
+  async login(username: string, password: string): Promise<BackendSession> {
+    try {
+      const body = await this.client.request('POST', '/v2/account/authenticate/email', {
+        query: { create: 'false', username }, body: { password: nakamaPassword(password) }, auth: 'server',
+      })
+      return toBackendSession(body)
+    } catch (err) {
+      // 404 unknown name, 401 wrong password, 403 banned, 400 malformed: one answer for all.
+      if (err instanceof NakamaError) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+      throw err
+    }
+  }
+
+  /** Refresh keeps the token id and re-reads the username, so a renamed user gets the new name. */
+  async refresh(refreshToken: string): Promise<BackendSession> {
+    if (!(await this.sessionActive(refreshToken))) throw noSession()
+    try {
+      return toBackendSession(await this.client.request('POST', '/v2/account/session/refresh', { body: { token: refreshToken }, auth: 'server' }))
+    } catch (err) {
+      if (err instanceof NakamaError) throw noSession()
+      throw err
+    }
+  }
+
+  async sessionActive(refreshToken: string): Promise<boolean> {
+    const claims = decodeClaims(refreshToken)
+    const now = this.now()
+    if (!claims || claims.exp * 1000 <= now) return false
+    return !(await this.#revocations.isRevoked(claims.uid, claims.tid, now))
+  }
+
+  /** Revoke in storage (every instance, survives Nakama restarts), then in Nakama's own cache. */
+  async logout(session: { token: string; refreshToken: string }): Promise<void> {
+    const claims = decodeClaims(session.refreshToken)
+    if (!claims) return
+    await this.#revocations.revoke({ ...claims, token: session.token, refreshToken: session.refreshToken })
+    const access = decodeClaims(session.token)
+    if (!access || access.exp * 1000 <= this.now()) return
+    await this.client
+      .request('POST', '/v2/session/logout', { body: { token: session.token, refresh_token: session.refreshToken }, auth: { bearer: session.token } })
+      .catch(() => undefined) // the storage record already ends the session; this is Nakama's in-memory copy
+  }
+
+  async getAccount(userId: string): Promise<Account | null> {
+    return (await this.client.rpc<{ account: Account | null }>('playfield_get_account', { userId }, true)).account
+  }
+
+  /** One module call: bucket taken with a storage-version check, rename, token given back if refused. */
+  async renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account> {
+    const out = await this.client.rpc<{ account?: Account; error?: string; waitMs?: number }>('playfield_rename', { userId, username, rule, now })
+    if (out.error === 'USERNAME_TAKEN') throw taken(username)
+    if (out.error === 'RATE_LIMITED') throw rateLimited('too many username changes; try again later', out.waitMs ?? 0)
+    if (!out.account) throw noSession()
+    return out.account
+  }
+
+  async takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }> {
+    const stored = key.length > MAX_KEY ? createHash('sha256').update(key).digest('hex') : key
+    return this.client.rpc<{ allowed: boolean; waitMs: number }>('playfield_take_bucket', { key: stored, rule, now })
+  }
+
+  grantRole(username: string, role: string): Promise<Account> {
+    return this.#setRole(username, role, true)
+  }
+
+  revokeRole(username: string, role: string): Promise<Account> {
+    return this.#setRole(username, role, false)
+  }
+
+  async listPrivileged(): Promise<Account[]> {
+    return (await this.client.rpc<{ accounts: Account[] }>('playfield_list_privileged', {}, true)).accounts
+  }
+
+  async #setRole(username: string, role: string, grant: boolean): Promise<Account> {
+    const out = await this.client.rpc<{ account?: Account }>('playfield_set_role', { username, role, grant })
+    if (!out.account) throw new HttpError(404, 'USER_NOT_FOUND', `no user named "${username}" (Nakama compares names exactly)`)
+    return out.account
+  }
+}

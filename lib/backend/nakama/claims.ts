@@ -1,0 +1,42 @@
+import { HttpError } from '../../http/errors.js'
+import type { BackendSession } from '../backend.js'
+
+/** The claims of a Nakama session or refresh token the platform reads (nakama-api.md §2). */
+export interface Claims {
+  tid: string
+  uid: string
+  usn: string
+  /** Unix seconds. */
+  exp: number
+}
+
+/**
+ * Read a Nakama JWT's claims without verifying it: the platform does not hold Nakama's keys, and the
+ * tokens it reads come from Nakama itself or from the sealed session cookie. Null when malformed.
+ */
+export function decodeClaims(token: string): Claims | null {
+  const payload = token.split('.')[1]
+  if (payload === undefined) return null
+  try {
+    const c = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Partial<Claims>
+    if (typeof c.tid !== 'string' || typeof c.uid !== 'string' || typeof c.exp !== 'number') return null
+    return { tid: c.tid, uid: c.uid, usn: typeof c.usn === 'string' ? c.usn : '', exp: c.exp }
+  } catch {
+    return null
+  }
+}
+
+/** Nakama's Session answer ({token, refresh_token}, `created` absent when false) as a BackendSession. */
+export function toBackendSession(body: unknown): BackendSession {
+  const session = body as { token?: unknown; refresh_token?: unknown }
+  const token = typeof session.token === 'string' ? session.token : ''
+  const refreshToken = typeof session.refresh_token === 'string' ? session.refresh_token : ''
+  const claims = decodeClaims(token)
+  if (!claims || !decodeClaims(refreshToken)) throw new Error('Nakama answered a session without readable tokens')
+  return { token, refreshToken, userId: claims.uid, username: claims.usn, expiresAt: claims.exp * 1000 }
+}
+
+/** 401 NO_SESSION: the refresh token is expired, revoked or unreadable. */
+export function noSession(): HttpError {
+  return new HttpError(401, 'NO_SESSION', 'no session')
+}

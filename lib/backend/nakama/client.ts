@@ -1,0 +1,112 @@
+import type { NakamaConfig } from '../../config.js'
+import { HttpError } from '../../http/errors.js'
+
+/** A 4xx answer of Nakama: its HTTP status, gRPC code and message, for the backend to map. */
+export class NakamaError extends Error {
+  override name = 'NakamaError'
+  constructor(
+    readonly status: number,
+    readonly grpcCode: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** How a request authenticates (nakama-api.md §1.0): server key, runtime HTTP key, or a session. */
+export type NakamaAuth = 'server' | 'http' | { bearer: string }
+
+export interface RequestOptions {
+  query?: Record<string, string>
+  body?: unknown
+  auth: NakamaAuth
+  /** Safe to send twice: only these are retried after a network failure or a 5xx. */
+  idempotent?: boolean
+}
+
+export interface ClientOptions {
+  /** Per-request limit; past it the request is abandoned and answered 503. */
+  timeoutMs?: number
+}
+
+/** 5 s: a healthy Nakama answers in milliseconds; a request past this is a hung node. */
+const DEFAULT_TIMEOUT_MS = 5_000
+/** One more try for reads, after this pause: enough to ride over a node restart or a dropped keep-alive socket. */
+const RETRY_DELAY_MS = 150
+
+/** The contract's answer whenever Nakama cannot be reached or fails on its side (CONTRACT §4). */
+export function backendUnavailable(): HttpError {
+  return new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
+}
+
+/** Nakama's REST API over the built-in fetch (keep-alive by default), with time-outs and error mapping. */
+export class NakamaClient {
+  readonly #base: string
+  readonly #server: string
+  readonly #http: string
+  readonly #timeoutMs: number
+
+  constructor(config: NakamaConfig, options: ClientOptions = {}) {
+    this.#base = config.url
+    // Basic auth with the key as user name and an empty password: the colon is required.
+    this.#server = `Basic ${Buffer.from(`${config.serverKey}:`).toString('base64')}`
+    this.#http = `Basic ${Buffer.from(`${config.httpKey}:`).toString('base64')}`
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  }
+
+  /** Send one request; resolves with the parsed JSON body, throws NakamaError (4xx) or 503. */
+  async request(method: string, path: string, options: RequestOptions): Promise<unknown> {
+    try {
+      return await this.#once(method, path, options)
+    } catch (err) {
+      if (!options.idempotent || !(err instanceof Retryable)) throw unwrap(err)
+      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS))
+      return this.#once(method, path, options).catch((again: unknown) => {
+        throw unwrap(again)
+      })
+    }
+  }
+
+  /** Call a runtime RPC of nakama/modules/playfield.js with the HTTP key, JSON in and out (unwrap). */
+  async rpc<T>(id: string, payload: unknown, idempotent = false): Promise<T> {
+    return (await this.request('POST', `/v2/rpc/${id}`, { query: { unwrap: '' }, body: payload, auth: 'http', idempotent })) as T
+  }
+
+  async #once(method: string, path: string, options: RequestOptions): Promise<unknown> {
+    const url = new URL(this.#base + path)
+    for (const [k, v] of Object.entries(options.query ?? {})) url.searchParams.set(k, v)
+    const auth = options.auth === 'server' ? this.#server : options.auth === 'http' ? this.#http : `Bearer ${options.auth.bearer}`
+    let res: Response
+    let text: string
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { authorization: auth, 'content-type': 'application/json', accept: 'application/json' },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      })
+      text = await res.text()
+    } catch (err) {
+      // A time-out is not retried: the node is slow, and a second wait doubles the caller's.
+      if (err instanceof Error && err.name === 'TimeoutError') throw backendUnavailable()
+      throw new Retryable()
+    }
+    if (res.status >= 500) throw new Retryable()
+    let body: unknown = null
+    try {
+      body = text === '' ? {} : JSON.parse(text)
+    } catch {
+      if (res.ok) throw new Error(`Nakama ${method} ${path}: answer is not JSON`)
+    }
+    if (res.ok) return body
+    const fields = (body ?? {}) as { code?: unknown; message?: unknown }
+    throw new NakamaError(res.status, Number(fields.code ?? 0), String(fields.message ?? res.statusText))
+  }
+}
+
+/** A failure worth one more try for an idempotent request: unreachable, reset, or a 5xx. */
+class Retryable extends Error {}
+
+function unwrap(err: unknown): unknown {
+  return err instanceof Retryable ? backendUnavailable() : err
+}

@@ -1,0 +1,38 @@
+import type { PlatformConfig } from '../../config.js'
+import type { Backend } from '../backend.js'
+import { NakamaAccounts } from './accounts.js'
+import { NakamaClient, type ClientOptions } from './client.js'
+import { NakamaLeaderboards } from './leaderboards.js'
+
+/**
+ * The Nakama game backend (GAME_BACKEND=nakama): accounts, passwords and sessions in Nakama,
+ * leaderboards in Nakama, roles, buckets, launches and logouts in Nakama storage through the
+ * module nakama/modules/playfield.js. The platform keeps nothing, so instances scale out.
+ */
+export function createNakamaBackend(config: Readonly<PlatformConfig>, options: ClientOptions & { now?: () => number } = {}): Backend {
+  if (!config.nakama) throw new Error('GAME_BACKEND=nakama needs NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY')
+  const client = new NakamaClient(config.nakama, options)
+  const accounts = new NakamaAccounts(client, options.now)
+  const boards = new NakamaLeaderboards(client)
+  return {
+    kind: 'nakama',
+    authenticateGuest: () => accounts.authenticateGuest(),
+    register: (username, password) => accounts.register(username, password),
+    login: (username, password) => accounts.login(username, password),
+    refresh: (refreshToken) => accounts.refresh(refreshToken),
+    sessionActive: (refreshToken) => accounts.sessionActive(refreshToken),
+    logout: (session) => accounts.logout(session),
+    getAccount: (userId) => accounts.getAccount(userId),
+    renameUser: (userId, username, rule, now) => accounts.renameUser(userId, username, rule, now),
+    takeBucket: (key, rule, now) => accounts.takeBucket(key, rule, now),
+    grantRole: (username, role) => accounts.grantRole(username, role),
+    revokeRole: (username, role) => accounts.revokeRole(username, role),
+    listPrivileged: () => accounts.listPrivileged(),
+    recordLaunch: (launch) => boards.recordLaunch(launch),
+    syncLeaderboards: (list) => boards.syncLeaderboards(list),
+    writeRecord: (write) => boards.writeRecord(write),
+    listRecords: (query) => boards.listRecords(query),
+    // Node's fetch pool closes idle keep-alive sockets by itself; nothing else is held.
+    close: async () => undefined,
+  }
+}

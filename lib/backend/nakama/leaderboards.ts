@@ -1,0 +1,44 @@
+import { HttpError } from '../../http/errors.js'
+import { logLine } from '../../http/server.js'
+import type { LeaderboardConfig, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
+import type { NakamaClient } from './client.js'
+
+function notFound(id: string): HttpError {
+  return new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard "${id}"`)
+}
+
+/**
+ * Leaderboards and launches through the module's RPCs. Nakama applies the operators, the reset
+ * periods (its own clock, UTC) and the ranks; `now` is not sent because Nakama's clock rules.
+ */
+export class NakamaLeaderboards {
+  constructor(readonly client: NakamaClient) {}
+
+  /** Create missing boards with ranks enabled; boards whose stored settings differ are logged. */
+  async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
+    const payload = boards.map((b) => ({ id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative }))
+    const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
+    logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
+  }
+
+  /** An authoritative write for the user (the module runs with Nakama's nil caller). */
+  async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
+    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string }>('playfield_write_record', write)
+    if (!out.record) throw notFound(write.leaderboardId)
+    return out.record
+  }
+
+  /** Listed with the HTTP key, so anonymous readers work too; the module always sends `limit`. */
+  async listRecords(query: RecordQuery): Promise<RecordPage> {
+    const out = await this.client.rpc<RecordPage & { error?: string }>('playfield_list_records', query, true)
+    if (out.error === 'LEADERBOARD_NOT_FOUND') throw notFound(query.leaderboardId)
+    if (out.error === 'INVALID_CURSOR') {
+      throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])
+    }
+    return { records: out.records, nextCursor: out.nextCursor, ownRecord: out.ownRecord }
+  }
+
+  async recordLaunch(launch: Launch): Promise<void> {
+    await this.client.rpc('playfield_record_launch', launch)
+  }
+}

@@ -1,0 +1,45 @@
+import type { NakamaClient } from './client.js'
+
+/** How long a "not revoked" answer is trusted: a logout on another instance shows here within this. */
+const ACTIVE_TTL_MS = 1_000
+/** Past this many remembered sessions, forget the ones whose answer has lapsed. */
+const MAX_ENTRIES = 50_000
+
+interface Entry {
+  revoked: boolean
+  /** Unix ms until which the answer holds: the token's expiry for a revocation. */
+  until: number
+}
+
+/**
+ * Revocations kept in Nakama storage by the module (one object per logged-out token id), with a
+ * short cache: every request checks its session, and a revocation never un-happens.
+ */
+export class Revocations {
+  readonly #cache = new Map<string, Entry>()
+  constructor(readonly client: NakamaClient) {}
+
+  /** Whether the session `tid` of user `uid` has been logged out, on any instance. */
+  async isRevoked(uid: string, tid: string, now: number): Promise<boolean> {
+    const hit = this.#cache.get(tid)
+    if (hit && hit.until > now) return hit.revoked
+    const answer = await this.client.rpc<{ revoked: boolean }>('playfield_session_revoked', { userId: uid, tid }, true)
+    this.#remember(tid, { revoked: answer.revoked, until: now + ACTIVE_TTL_MS })
+    return answer.revoked
+  }
+
+  /** Record a logout durably (storage) and in Nakama's own session cache, then here. */
+  async revoke(session: { uid: string; tid: string; exp: number; token: string; refreshToken: string }): Promise<void> {
+    await this.client.rpc('playfield_revoke_session', {
+      userId: session.uid, tid: session.tid, exp: session.exp, token: session.token, refreshToken: session.refreshToken,
+    })
+    this.#remember(session.tid, { revoked: true, until: session.exp * 1000 })
+  }
+
+  #remember(tid: string, entry: Entry): void {
+    this.#cache.set(tid, entry)
+    if (this.#cache.size <= MAX_ENTRIES) return
+    const now = Date.now()
+    for (const [key, value] of this.#cache) if (value.until <= now) this.#cache.delete(key)
+  }
+}

@@ -1,0 +1,330 @@
+// Playfield's Nakama runtime module (README "Scaling out with Nakama").
+//
+// Nakama's JavaScript runtime (goja, ES5.1) loads ONE script: no import/export/require, a top-level
+// InitModule, and every RPC registered by the identifier of a top-level named function (Nakama
+// finds them through the AST; an inline function is refused at start). The platform calls these
+// RPCs server-to-server with the runtime HTTP key (POST /v2/rpc/<id>?unwrap), so they run without
+// a user: owner ids travel in the payload. Payloads and answers are JSON objects; expected
+// outcomes (a taken name, an empty bucket) are answers with `error`, never exceptions.
+
+var SYSTEM_USER = '00000000-0000-0000-0000-000000000000';
+var BUCKETS = 'playfield_buckets';
+var ROLES = 'playfield_roles';
+var REVOKED = 'playfield_revoked';
+var LAUNCHES = 'playfield_launches';
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+// Storage-version conflicts are retried this many times before the RPC gives up (500).
+var MAX_ATTEMPTS = 50;
+
+function InitModule(ctx, logger, nk, initializer) {
+  initializer.registerRpc('playfield_sync_leaderboards', rpcSyncLeaderboards);
+  initializer.registerRpc('playfield_write_record', rpcWriteRecord);
+  initializer.registerRpc('playfield_list_records', rpcListRecords);
+  initializer.registerRpc('playfield_get_account', rpcGetAccount);
+  initializer.registerRpc('playfield_rename', rpcRename);
+  initializer.registerRpc('playfield_take_bucket', rpcTakeBucket);
+  initializer.registerRpc('playfield_set_role', rpcSetRole);
+  initializer.registerRpc('playfield_list_privileged', rpcListPrivileged);
+  initializer.registerRpc('playfield_record_launch', rpcRecordLaunch);
+  initializer.registerRpc('playfield_revoke_session', rpcRevokeSession);
+  initializer.registerRpc('playfield_session_revoked', rpcSessionRevoked);
+  logger.info('playfield module loaded');
+}
+
+// ---- pure helpers -------------------------------------------------------------------------------
+
+// The token bucket of lib/limiter.ts, rule for rule: a missing bucket is full; refill is linear.
+function bucketRefill(bucket, rule, now) {
+  if (!bucket) return { tokens: rule.capacity, updatedAt: now };
+  var elapsed = Math.max(0, now - bucket.updatedAt);
+  var tokens = Math.min(rule.capacity, bucket.tokens + (elapsed * rule.refill) / rule.intervalMs);
+  return { tokens: tokens, updatedAt: Math.max(now, bucket.updatedAt) };
+}
+
+function bucketTake(bucket, rule, now) {
+  var current = bucketRefill(bucket, rule, now);
+  if (current.tokens >= 1) {
+    return { bucket: { tokens: current.tokens - 1, updatedAt: current.updatedAt }, allowed: true, waitMs: 0 };
+  }
+  var waitMs = Math.ceil(((1 - current.tokens) * rule.intervalMs) / rule.refill);
+  return { bucket: current, allowed: false, waitMs: waitMs };
+}
+
+function parsePayload(payload) {
+  var value = payload ? JSON.parse(payload) : {};
+  if (value === null || typeof value !== 'object') throw { message: 'payload must be a JSON object', code: 3 };
+  return value;
+}
+
+function errorText(e) {
+  if (e && typeof e === 'object' && e.message !== undefined) return String(e.message);
+  return String(e);
+}
+
+function isVersionConflict(e) {
+  return /version check failed|rejected/i.test(errorText(e));
+}
+
+function toRecord(r) {
+  return {
+    leaderboard_id: r.leaderboardId,
+    owner_id: r.ownerId,
+    username: r.username || '',
+    score: Number(r.score || 0),
+    subscore: Number(r.subscore || 0),
+    rank: Number(r.rank || 0)
+  };
+}
+
+// ---- storage helpers ----------------------------------------------------------------------------
+
+function readObject(nk, collection, key, userId) {
+  var found = nk.storageRead([{ collection: collection, key: key, userId: userId }]);
+  return found && found.length ? found[0] : null;
+}
+
+// Write `value` only if the object is still at `previous`'s version ('*': only if still absent).
+// Permissions 0/0: clients can neither read nor write these objects; only the server can.
+function writeObject(nk, collection, key, userId, value, previous) {
+  nk.storageWrite([{
+    collection: collection, key: key, userId: userId, value: value,
+    version: previous ? previous.version : '*', permissionRead: 0, permissionWrite: 0
+  }]);
+}
+
+function rolesOf(nk, userId) {
+  var object = readObject(nk, ROLES, 'roles', userId);
+  return object && object.value && object.value.roles ? object.value.roles : [];
+}
+
+function accountOf(nk, user) {
+  var id = user.userId || user.id;
+  return { id: id, username: user.username, roles: rolesOf(nk, id) };
+}
+
+function userById(nk, userId) {
+  if (!UUID.test(String(userId))) return null;
+  var users = nk.usersGetId([userId]);
+  return users && users.length ? users[0] : null;
+}
+
+// Take one token, retrying when another request wrote the bucket between our read and write.
+function takeStored(nk, key, userId, rule, now) {
+  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    var object = readObject(nk, BUCKETS, key, userId);
+    var result = bucketTake(object ? object.value : undefined, rule, now);
+    if (!result.allowed) return result;
+    try {
+      writeObject(nk, BUCKETS, key, userId, result.bucket, object);
+      return result;
+    } catch (e) {
+      if (!isVersionConflict(e)) throw e;
+    }
+  }
+  throw { message: 'bucket ' + key + ' stayed contended', code: 10 };
+}
+
+// Give back the token taken for a change that did not happen.
+function refundStored(nk, key, userId, rule) {
+  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    var object = readObject(nk, BUCKETS, key, userId);
+    if (!object) return;
+    var bucket = { tokens: Math.min(rule.capacity, object.value.tokens + 1), updatedAt: object.value.updatedAt };
+    try {
+      writeObject(nk, BUCKETS, key, userId, bucket, object);
+      return;
+    } catch (e) {
+      if (!isVersionConflict(e)) throw e;
+    }
+  }
+}
+
+// ---- RPCs ---------------------------------------------------------------------------------------
+
+// Create every catalogue leaderboard; creation is idempotent and never changes an existing board,
+// so boards whose stored configuration differs are reported for the platform to log.
+function rpcSyncLeaderboards(ctx, logger, nk, payload) {
+  var boards = parsePayload(payload).boards || [];
+  var existing = {};
+  var ids = boards.map(function (b) { return b.id; });
+  var found = ids.length ? nk.leaderboardsGetId(ids) : [];
+  for (var i = 0; i < found.length; i++) existing[found[i].id] = found[i];
+  var created = [];
+  var differing = [];
+  for (var j = 0; j < boards.length; j++) {
+    var b = boards[j];
+    var old = existing[b.id];
+    if (old) {
+      if (!sameBoard(old, b)) differing.push(b.id);
+      continue;
+    }
+    nk.leaderboardCreate(b.id, b.authoritative === true, b.sortOrder, b.operator, b.resetSchedule || null,
+      { playfield: true }, true);
+    created.push(b.id);
+  }
+  return JSON.stringify({ created: created, differing: differing });
+}
+
+// Nakama versions report sort order and operator as names or numbers; compare what is known.
+function sameBoard(old, b) {
+  var sort = old.sortOrder;
+  if (sort === 0 || sort === 'asc' || sort === 'ascending') sort = 'asc';
+  else if (sort === 1 || sort === 'desc' || sort === 'descending') sort = 'desc';
+  var op = old.operator;
+  var ops = { 0: 'best', 1: 'set', 2: 'incr', 3: 'decr', increment: 'incr', decrement: 'decr' };
+  if (ops[op] !== undefined) op = ops[op];
+  // The runtime's leaderboard object carries no reset schedule on every version; compare it when present.
+  var reset = typeof old.resetSchedule === 'string' ? old.resetSchedule : undefined;
+  return sort === b.sortOrder && op === b.operator && Boolean(old.authoritative) === Boolean(b.authoritative) &&
+    (reset === undefined || (reset || null) === (b.resetSchedule || null));
+}
+
+// Server-side write: runs with the nil caller, so authoritative boards accept it.
+function rpcWriteRecord(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  var metadata = p.metadata === undefined || p.metadata === null ? undefined : JSON.parse(p.metadata);
+  var record;
+  try {
+    record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, p.username, p.score, p.subscore || 0, metadata);
+  } catch (e) {
+    if (/not found/i.test(errorText(e))) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
+    throw e;
+  }
+  return JSON.stringify({ record: toRecord(record) });
+}
+
+// A page in rank order plus the caller's own record; listing through the HTTP key lets anonymous
+// readers see public boards (GET /v2/leaderboard needs a user's session).
+function rpcListRecords(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  var owners = p.ownerId ? [p.ownerId] : [];
+  var list;
+  try {
+    list = nk.leaderboardRecordsList(p.leaderboardId, owners, p.limit, p.cursor || '', 0);
+  } catch (e) {
+    var text = errorText(e);
+    if (/not found/i.test(text)) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
+    if (/cursor/i.test(text)) return JSON.stringify({ error: 'INVALID_CURSOR' });
+    throw e;
+  }
+  var own = (list.ownerRecords || []).filter(function (r) { return r.ownerId === p.ownerId && r.rank; });
+  return JSON.stringify({
+    records: (list.records || []).map(toRecord),
+    nextCursor: list.nextCursor || null,
+    ownRecord: own.length ? toRecord(own[0]) : null
+  });
+}
+
+function rpcGetAccount(ctx, logger, nk, payload) {
+  var user = userById(nk, parsePayload(payload).userId);
+  return JSON.stringify({ account: user ? accountOf(nk, user) : null });
+}
+
+// The rename bucket is the lock: take a token with a conditional write, rename, and give the token
+// back when the rename is refused, so only an accepted rename spends (CONTRACT §3).
+function rpcRename(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  var user = userById(nk, p.userId);
+  if (!user) return JSON.stringify({ error: 'NOT_FOUND' });
+  var taken = nk.usersGetUsername([p.username]);
+  if (taken && taken.length && (taken[0].userId || taken[0].id) !== p.userId) {
+    return JSON.stringify({ error: 'USERNAME_TAKEN' });
+  }
+  var key = 'rename';
+  var result = takeStored(nk, key, p.userId, p.rule, p.now);
+  if (!result.allowed) return JSON.stringify({ error: 'RATE_LIMITED', waitMs: result.waitMs });
+  try {
+    nk.accountUpdateId(p.userId, p.username, null, null, null, null, null, null);
+  } catch (e) {
+    refundStored(nk, key, p.userId, p.rule);
+    if (/already in use/i.test(errorText(e))) return JSON.stringify({ error: 'USERNAME_TAKEN' });
+    throw e;
+  }
+  return JSON.stringify({ account: { id: p.userId, username: p.username, roles: rolesOf(nk, p.userId) } });
+}
+
+// A named bucket for limits shared by every platform instance; owned by the system user.
+function rpcTakeBucket(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  var result = takeStored(nk, p.key, SYSTEM_USER, p.rule, p.now);
+  return JSON.stringify({ allowed: result.allowed, waitMs: result.waitMs });
+}
+
+// Grant or revoke a role on the account with exactly this username (Nakama names are case-exact).
+function rpcSetRole(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  var users = nk.usersGetUsername([p.username]);
+  if (!users || !users.length) return JSON.stringify({ error: 'NOT_FOUND' });
+  var id = users[0].userId || users[0].id;
+  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    var object = readObject(nk, ROLES, 'roles', id);
+    var roles = (object && object.value.roles ? object.value.roles : []).filter(function (r) { return r !== p.role; });
+    if (p.grant) roles.push(p.role);
+    roles.sort();
+    try {
+      if (roles.length) writeObject(nk, ROLES, 'roles', id, { roles: roles }, object);
+      else if (object) nk.storageDelete([{ collection: ROLES, key: 'roles', userId: id, version: object.version }]);
+      return JSON.stringify({ account: { id: id, username: users[0].username, roles: roles } });
+    } catch (e) {
+      if (!isVersionConflict(e)) throw e;
+    }
+  }
+  throw { message: 'roles of ' + p.username + ' stayed contended', code: 10 };
+}
+
+function rpcListPrivileged(ctx, logger, nk, payload) {
+  var ids = [];
+  var rolesById = {};
+  var cursor = '';
+  do {
+    var page = nk.storageList(null, ROLES, 100, cursor);
+    var objects = page && page.objects ? page.objects : (page || []);
+    for (var i = 0; i < objects.length; i++) {
+      if (objects[i].value && objects[i].value.roles && objects[i].value.roles.length) {
+        ids.push(objects[i].userId);
+        rolesById[objects[i].userId] = objects[i].value.roles;
+      }
+    }
+    cursor = page && page.cursor ? page.cursor : '';
+  } while (cursor);
+  var users = ids.length ? nk.usersGetId(ids) : [];
+  var accounts = users.map(function (u) {
+    var id = u.userId || u.id;
+    return { id: id, username: u.username, roles: rolesById[id] };
+  });
+  accounts.sort(function (a, b) { return a.username < b.username ? -1 : a.username > b.username ? 1 : 0; });
+  return JSON.stringify({ accounts: accounts });
+}
+
+function rpcRecordLaunch(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  nk.storageWrite([{
+    collection: LAUNCHES, key: p.sessionId, userId: p.userId,
+    value: { gameId: p.gameId, time: p.time }, permissionRead: 0, permissionWrite: 0
+  }]);
+  return JSON.stringify({});
+}
+
+// Logout kept in storage: Nakama's own logout blacklist lives in memory, per node, and is lost on
+// restart; this record holds on every node and across restarts. Nakama's logout is applied too.
+function rpcRevokeSession(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  nk.storageWrite([{
+    collection: REVOKED, key: p.tid, userId: p.userId,
+    value: { exp: p.exp }, permissionRead: 0, permissionWrite: 0
+  }]);
+  if (typeof nk.sessionLogout === 'function') {
+    try {
+      nk.sessionLogout(p.userId, p.token || null, p.refreshToken || null);
+    } catch (e) {
+      logger.warn('sessionLogout failed: ' + errorText(e));
+    }
+  }
+  return JSON.stringify({});
+}
+
+function rpcSessionRevoked(ctx, logger, nk, payload) {
+  var p = parsePayload(payload);
+  if (!UUID.test(String(p.userId))) return JSON.stringify({ revoked: true });
+  return JSON.stringify({ revoked: readObject(nk, REVOKED, String(p.tid), p.userId) !== null });
+}

@@ -1,0 +1,261 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { FakeError } from './errors.js'
+import type { StoredRecord } from './leaderboards.js'
+import { jsonbText } from './leaderboards.js'
+import { invokeRpc, type Runtime } from './runtime.js'
+import { signToken, verifyToken, type Claims } from './jwt.js'
+import type { FakeState, User } from './state.js'
+
+/** Session settings (nakama-api.md §2 names them). */
+export interface SessionConfig {
+  encryptionKey: string
+  refreshEncryptionKey: string
+  tokenExpirySec: number
+  refreshTokenExpirySec: number
+}
+
+/** One parsed request as the handlers see it. */
+export interface Call {
+  method: string
+  path: string
+  query: URLSearchParams
+  body: string
+  contentType: string | undefined
+  /** Set by the auth step: the caller's session claims (Bearer routes). */
+  claims?: Claims
+}
+
+/** A handler's answer: JSON (null for an empty 200) or raw text with a content type. */
+export type Answer = { json: unknown } | { raw: string; contentType: string }
+
+const EMAIL = /^.+@.+\..+$/
+const INT64 = /^-?[0-9]+$/
+
+function parse(body: string): Record<string, unknown> {
+  if (body.trim() === '') return {}
+  try {
+    const value = JSON.parse(body)
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not an object')
+    return value
+  } catch (e) {
+    throw new FakeError(3, `proto: syntax error (line 1:1): ${(e as Error).message}`)
+  }
+}
+
+/** protojson's int64 input: an integral number or a decimal string within range. */
+function int64(value: unknown): number {
+  if (value === undefined) return 0
+  if ((typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && INT64.test(value))) return Number(value)
+  throw new FakeError(3, `proto: (line 1:10): invalid value for int64 type: ${String(value)}`)
+}
+
+/** A LeaderboardRecord as the gateway writes it: int64 as strings, zero values left out. */
+function restRecord(r: StoredRecord & { rank: number }) {
+  const out: Record<string, unknown> = { leaderboard_id: r.leaderboardId, owner_id: r.ownerId }
+  if (r.username) out.username = r.username
+  if (r.score) out.score = String(r.score)
+  if (r.subscore) out.subscore = String(r.subscore)
+  out.num_score = r.numScore
+  out.metadata = r.metadata
+  out.create_time = new Date(r.createTime * 1000).toISOString().replace('.000Z', 'Z')
+  out.update_time = new Date(r.updateTime * 1000).toISOString().replace('.000Z', 'Z')
+  if (r.expiry) out.expiry_time = new Date(r.expiry * 1000).toISOString().replace('.000Z', 'Z')
+  if (r.rank) out.rank = String(r.rank)
+  out.max_num_score = 1000000
+  return out
+}
+
+const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = {
+  0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
+}
+
+/** The REST handlers of the calls the Nakama backend makes, following nakama-api.md. */
+export class Api {
+  constructor(readonly state: FakeState, readonly runtime: Runtime, readonly session: SessionConfig) {}
+
+  #session(user: User, created: boolean, tid: string = randomUUID(), iat?: number, vrs?: Record<string, string>) {
+    const now = Math.floor(this.state.now() / 1000)
+    const base = { tid, uid: user.id, usn: user.username, ...(vrs && Object.keys(vrs).length ? { vrs } : {}) }
+    const issuedAt = this.state.flavour.iat ? { iat: iat ?? now } : {}
+    let tids = this.state.issued.get(user.id)
+    if (!tids) this.state.issued.set(user.id, (tids = new Set()))
+    tids.add(tid)
+    return {
+      ...(created ? { created: true } : {}),
+      token: signToken({ ...base, exp: now + this.session.tokenExpirySec, ...issuedAt }, this.session.encryptionKey),
+      refresh_token: signToken({ ...base, exp: now + this.session.refreshTokenExpirySec, ...issuedAt }, this.session.refreshEncryptionKey),
+    }
+  }
+
+  #create(query: URLSearchParams): boolean {
+    return query.get('create') !== 'false'
+  }
+
+  #vars(account: Record<string, unknown>): Record<string, string> | undefined {
+    return account.vars && typeof account.vars === 'object' ? (account.vars as Record<string, string>) : undefined
+  }
+
+  authenticateCustom(call: Call): Answer {
+    const account = parse(call.body)
+    const id = typeof account.id === 'string' ? account.id : ''
+    if (id === '') throw new FakeError(3, 'Custom ID is required.')
+    if (/[\s\u0000-\u001f]/.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
+    if (Buffer.byteLength(id) < 6 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Custom ID invalid, must be 6-128 bytes.')
+    const existing = [...this.state.users.values()].find((u) => u.customId === id)
+    if (existing) return { json: this.#session(existing, false, undefined, undefined, this.#vars(account)) }
+    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    const user = this.state.createUser(call.query.get('username') || undefined, { customId: id })
+    return { json: this.#session(user, true, undefined, undefined, this.#vars(account)) }
+  }
+
+  authenticateEmail(call: Call): Answer {
+    const account = parse(call.body)
+    const email = typeof account.email === 'string' ? account.email : ''
+    const password = typeof account.password === 'string' ? account.password : ''
+    if (email !== '') {
+      if (/[\s\u0000-\u001f]/.test(email)) throw new FakeError(3, 'Invalid email address, no spaces or control characters allowed.')
+      if (!EMAIL.test(email)) throw new FakeError(3, 'Invalid email address format.')
+      if (email.length < 10 || email.length > 255) throw new FakeError(3, 'Invalid email address, must be 10-255 bytes.')
+    }
+    if (password.length < 8) throw new FakeError(3, 'Password must be at least 8 characters long.')
+    const username = call.query.get('username') ?? ''
+    const hash = createHash('sha256').update(password).digest('hex')
+    if (email === '') {
+      // AuthenticateUsername: the username/password path, which never creates an account.
+      if (username === '') throw new FakeError(3, 'Username is required when email address is not supplied.')
+      const user = this.state.byUsername(username)
+      if (!user) throw new FakeError(5, 'User account not found.')
+      if (user.password !== hash) throw new FakeError(16, 'Invalid credentials.')
+      return { json: this.#session(user, false, undefined, undefined, this.#vars(account)) }
+    }
+    const clean = email.toLowerCase()
+    const existing = [...this.state.users.values()].find((u) => u.email === clean)
+    if (existing) {
+      if (existing.password !== hash) throw new FakeError(16, 'Invalid credentials.')
+      return { json: this.#session(existing, false, undefined, undefined, this.#vars(account)) }
+    }
+    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    const user = this.state.createUser(username || undefined, { email: clean, password: hash })
+    return { json: this.#session(user, true, undefined, undefined, this.#vars(account)) }
+  }
+
+  /** Same tid (and iat), username re-read, not single use (nakama-api.md §1.2). */
+  refresh(call: Call): Answer {
+    const body = parse(call.body)
+    const token = typeof body.token === 'string' ? body.token : ''
+    if (token === '') throw new FakeError(3, 'Refresh token is required.')
+    const claims = verifyToken(token, this.session.refreshEncryptionKey, Math.floor(this.state.now() / 1000))
+    if (!claims || this.state.blacklist.has(claims.tid)) throw new FakeError(16, 'Refresh token invalid or expired.')
+    const user = this.state.users.get(claims.uid)
+    if (!user) throw new FakeError(5, 'User account not found.')
+    const vrs = body.vars && typeof body.vars === 'object' ? (body.vars as Record<string, string>) : claims.vrs
+    return { json: this.#session(user, false, claims.tid, claims.iat, vrs) }
+  }
+
+  logout(call: Call): Answer {
+    const body = parse(call.body)
+    const uid = call.claims!.uid
+    const pairs: Array<[unknown, string, string]> = [
+      [body.token, this.session.encryptionKey, 'Session token invalid.'],
+      [body.refresh_token ?? body.refreshToken, this.session.refreshEncryptionKey, 'Refresh token invalid.'],
+    ]
+    const tids: string[] = []
+    for (const [token, key, message] of pairs) {
+      if (typeof token !== 'string' || token === '') continue
+      const claims = verifyToken(token, key, 0)
+      if (!claims || claims.uid !== uid) throw new FakeError(3, message)
+      tids.push(claims.tid)
+    }
+    if (tids.length === 0) tids.push(...(this.state.issued.get(uid) ?? []))
+    for (const tid of tids) this.state.blacklist.add(tid)
+    return { json: {} }
+  }
+
+  getAccount(call: Call): Answer {
+    const user = this.state.users.get(call.claims!.uid)
+    if (!user) throw new FakeError(5, 'User account not found.')
+    const time = (t: number) => new Date(t * 1000).toISOString().replace('.000Z', 'Z')
+    const out: Record<string, unknown> = {
+      user: { id: user.id, username: user.username, ...(user.displayName ? { display_name: user.displayName } : {}),
+        lang_tag: 'en', metadata: '{}', create_time: time(user.createTime), update_time: time(user.updateTime) },
+      wallet: '{}',
+    }
+    if (user.email) out.email = user.email
+    if (user.customId) out.custom_id = user.customId
+    return { json: out }
+  }
+
+  /** A taken name is 400 code 3 here, not 409 (nakama-api.md §1.5). */
+  updateAccount(call: Call): Answer {
+    const body = parse(call.body)
+    const fields = ['username', 'display_name', 'displayName', 'avatar_url', 'lang_tag', 'location', 'timezone'].filter((f) => f in body)
+    if (fields.length === 0) throw new FakeError(3, 'No fields to update.')
+    const uid = call.claims!.uid
+    try {
+      if (typeof body.username === 'string') this.state.rename(uid, body.username)
+    } catch (e) {
+      if (!(e instanceof FakeError) || e.code !== 6) throw e
+      throw new FakeError(3, this.state.flavour.wrappedRenameError ? 'rpc error: code = AlreadyExists desc = Username is already in use.' : 'Username is already in use.')
+    }
+    const display = body.display_name ?? body.displayName
+    if (typeof display === 'string') this.state.users.get(uid)!.displayName = display || undefined
+    return { json: {} }
+  }
+
+  listRecords(call: Call, id: string): Answer {
+    const owners = call.query.getAll('owner_ids')
+    if (owners.some((o) => !/^[0-9a-f-]{36}$/.test(o))) throw new FakeError(3, 'One or more owner IDs are invalid.')
+    const rawLimit = call.query.get('limit')
+    const limit = rawLimit === null ? undefined : int64(rawLimit)
+    const list = this.state.leaderboards.list(id, owners, limit, call.query.get('cursor') ?? '', int64(call.query.get('expiry') ?? '0'), this.state.now())
+    const out: Record<string, unknown> = {}
+    if (list.records.length) out.records = list.records.map(restRecord)
+    if (list.ownerRecords.length) out.owner_records = list.ownerRecords.map(restRecord)
+    if (list.nextCursor) out.next_cursor = list.nextCursor
+    if (list.prevCursor) out.prev_cursor = list.prevCursor
+    if (list.rankCount) out.rank_count = String(list.rankCount)
+    return { json: out }
+  }
+
+  writeRecord(call: Call, id: string): Answer {
+    const body = parse(call.body)
+    const board = this.state.leaderboards.board(id)
+    if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
+    let metadata: string | undefined
+    if (body.metadata !== undefined) {
+      if (typeof body.metadata !== 'string') throw new FakeError(3, 'proto: invalid value for string type')
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(body.metadata)
+      } catch {
+        parsed = null
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FakeError(3, 'Metadata value must be JSON, if provided.')
+      metadata = jsonbText(parsed)
+    }
+    const op = OPERATORS[String(body.operator ?? 0)]
+    const record = this.state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, int64(body.score), int64(body.subscore), metadata, op, this.state.now())
+    return { json: restRecord(record) }
+  }
+
+  /** RpcFuncHttp: unwrap passes the raw body and answers raw; otherwise a JSON string in, {payload} out. */
+  rpc(call: Call, id: string): Answer {
+    const unwrap = call.query.has('unwrap')
+    let payload = call.method === 'GET' ? '' : call.body
+    if (!unwrap && call.method !== 'GET' && payload !== '') {
+      let decoded: unknown
+      try {
+        decoded = JSON.parse(payload)
+      } catch {
+        throw new FakeError(3, 'json: cannot unmarshal input into Go value of type string')
+      }
+      if (typeof decoded !== 'string') throw new FakeError(3, `json: cannot unmarshal ${Array.isArray(decoded) ? 'array' : typeof decoded} into Go value of type string`)
+      payload = decoded
+    }
+    const queryParams: Record<string, string[]> = {}
+    for (const [k, v] of call.query) if (k !== 'http_key') (queryParams[k] ??= []).push(v)
+    const out = invokeRpc(this.runtime, id, payload, { userId: call.claims?.uid ?? '', username: call.claims?.usn ?? '', queryParams })
+    if (unwrap) return { raw: out, contentType: call.contentType ?? 'text/plain' }
+    return { json: { payload: out } }
+  }
+}

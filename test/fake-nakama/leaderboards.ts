@@ -1,0 +1,187 @@
+import { Cron } from 'croner'
+import { FakeError } from './errors.js'
+
+/** A leaderboard as nk.leaderboardCreate stores it. */
+export interface Board {
+  id: string
+  authoritative: boolean
+  sortOrder: 'asc' | 'desc'
+  operator: 'best' | 'set' | 'incr' | 'decr'
+  resetSchedule: string | null
+  metadata: Record<string, unknown>
+  enableRanks: boolean
+  createTime: number
+}
+
+/** One row of leaderboard_record; times in Unix seconds, metadata as JSONB text. */
+export interface StoredRecord {
+  leaderboardId: string
+  ownerId: string
+  username: string
+  score: number
+  subscore: number
+  numScore: number
+  metadata: string
+  createTime: number
+  updateTime: number
+  expiry: number
+}
+
+export interface RecordList {
+  records: Array<StoredRecord & { rank: number }>
+  ownerRecords: Array<StoredRecord & { rank: number }>
+  nextCursor: string
+  prevCursor: string
+  rankCount: number
+}
+
+interface Cursor { id: string; expiry: number; score: number; subscore: number; ownerId: string; rank: number }
+
+/** Postgres JSONB text: keys ordered by length then bytes, `": "` and `", "` separators. */
+export function jsonbText(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(jsonbText).join(', ')}]`
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0))
+    return `{${keys.map((k) => `${JSON.stringify(k)}: ${jsonbText((value as Record<string, unknown>)[k])}`).join(', ')}}`
+  }
+  return JSON.stringify(value)
+}
+
+/** Leaderboards with Nakama's operator semantics, ordering, rank cache and cursors (nakama-api.md §3). */
+export class Leaderboards {
+  readonly boards = new Map<string, Board>()
+  readonly #records = new Map<string, Map<string, StoredRecord>>()
+  /** v3.23+ honours enableRanks; false models v3.18, where ranks are always kept. */
+  constructor(readonly ranksFlag: boolean, readonly maxLimit: number) {}
+
+  /** Idempotent: an existing id keeps its configuration. */
+  create(board: Board): void {
+    if (!this.boards.has(board.id)) this.boards.set(board.id, board)
+  }
+
+  board(id: string): Board {
+    const board = this.boards.get(id)
+    if (!board) throw new FakeError(5, 'Leaderboard not found.')
+    return board
+  }
+
+  /** The current period's expiry: the next cron fire after now, UTC; 0 when never reset. */
+  expiry(board: Board, nowMs: number): number {
+    if (!board.resetSchedule) return 0
+    const next = new Cron(board.resetSchedule, { timezone: 'UTC' }).nextRun(new Date(nowMs))
+    return next ? Math.floor(next.getTime() / 1000) : 0
+  }
+
+  #period(id: string, expiry: number): Map<string, StoredRecord> {
+    const key = `${id}\u0000${expiry}`
+    let period = this.#records.get(key)
+    if (!period) this.#records.set(key, (period = new Map()))
+    return period
+  }
+
+  /** LeaderboardRecordWrite: the SQL upsert and its filter; a rejected write changes nothing. */
+  write(id: string, ownerId: string, username: string | null, score: number, subscore: number,
+    metadata: string | undefined, override: Board['operator'] | undefined, nowMs: number): StoredRecord & { rank: number } {
+    const board = this.board(id)
+    const expiry = this.expiry(board, nowMs)
+    const period = this.#period(id, expiry)
+    const old = period.get(ownerId)
+    const op = override ?? board.operator
+    const now = Math.floor(nowMs / 1000)
+    let next: [number, number] | null
+    if (!old) next = op === 'decr' ? [0, 0] : [score, subscore]
+    else next = apply(op, board.sortOrder, [old.score, old.subscore], [score, subscore])
+    if (next && (next[0] < 0 || next[1] < 0)) throw new FakeError(13, 'Error writing score to leaderboard.')
+    if (!old) {
+      period.set(ownerId, {
+        leaderboardId: id, ownerId, username: username ?? '', score: next![0], subscore: next![1], numScore: 1,
+        metadata: metadata ?? '{}', createTime: now, updateTime: now, expiry,
+      })
+    } else if (next) {
+      Object.assign(old, {
+        score: next[0], subscore: next[1], numScore: old.numScore + 1, username: username ?? old.username,
+        metadata: metadata ?? old.metadata, updateTime: now,
+      })
+    }
+    const record = period.get(ownerId)!
+    return { ...record, rank: this.rank(board, record) }
+  }
+
+  #sorted(board: Board, expiry: number): StoredRecord[] {
+    const rows = [...this.#period(board.id, expiry).values()]
+    const sign = board.sortOrder === 'desc' ? -1 : 1
+    return rows.sort((a, b) => sign * (a.score - b.score || a.subscore - b.subscore || (a.ownerId < b.ownerId ? -1 : a.ownerId > b.ownerId ? 1 : 0)))
+  }
+
+  /** The rank cache's answer: 0 when ranks are disabled (v3.23+ without enableRanks). */
+  rank(board: Board, record: StoredRecord): number {
+    if (this.ranksFlag && !board.enableRanks) return 0
+    return this.#sorted(board, record.expiry).findIndex((r) => r.ownerId === record.ownerId) + 1
+  }
+
+  /** LeaderboardRecordsList: a page from the cursor plus the owners' records (nakama-api.md §1.7). */
+  list(id: string, ownerIds: string[], limit: number | undefined, cursor: string, expiryOverride: number, nowMs: number): RecordList {
+    const board = this.board(id)
+    if (limit !== undefined && (limit < 1 || limit > this.maxLimit)) {
+      throw new FakeError(3, `Invalid limit - limit must be between 1 and ${this.maxLimit}.`)
+    }
+    const expiry = expiryOverride || this.expiry(board, nowMs)
+    const sorted = this.#sorted(board, expiry)
+    const ranked = !(this.ranksFlag && !board.enableRanks)
+    const result: RecordList = { records: [], ownerRecords: [], nextCursor: '', prevCursor: '', rankCount: ranked ? sorted.length : 0 }
+    if (limit !== undefined || ownerIds.length === 0 || cursor) {
+      let start = 0
+      let rank = 0
+      if (cursor) {
+        const c = decodeCursor(cursor)
+        if (!c || c.id !== id || c.expiry !== expiry) throw new FakeError(3, 'Cursor is invalid or expired.')
+        const sign = board.sortOrder === 'desc' ? -1 : 1
+        start = sorted.findIndex((r) => sign * (r.score - c.score || r.subscore - c.subscore || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0)) > 0)
+        if (start < 0) start = sorted.length
+        rank = c.rank
+      }
+      const n = limit ?? 1
+      const page = sorted.slice(start, start + n)
+      result.records = page.map((r, i) => ({ ...r, rank: rank + i + 1 }))
+      if (start + n < sorted.length && page.length) {
+        const last = page[page.length - 1]!
+        result.nextCursor = encodeCursor({ id, expiry, score: last.score, subscore: last.subscore, ownerId: last.ownerId, rank: rank + page.length })
+      }
+      if (cursor && start > 0) result.prevCursor = cursor
+    }
+    result.ownerRecords = sorted.filter((r) => ownerIds.includes(r.ownerId)).map((r) => ({ ...r, rank: this.rank(board, r) }))
+    return result
+  }
+}
+
+function apply(op: Board['operator'], sort: Board['sortOrder'], old: [number, number], given: [number, number]): [number, number] | null {
+  const [s, ss] = old
+  const [n, ns] = given
+  switch (op) {
+    case 'best': {
+      const better = sort === 'desc' ? n > s || ns > ss : n < s || ns < ss
+      if (!better) return null
+      return sort === 'desc' ? [Math.max(s, n), Math.max(ss, ns)] : [Math.min(s, n), Math.min(ss, ns)]
+    }
+    case 'set':
+      return n === s && ns === ss ? null : [n, ns]
+    case 'incr':
+      return n === 0 && ns === 0 ? null : [s + n, ss + ns]
+    case 'decr':
+      return n === 0 && ns === 0 ? null : [Math.max(s - n, 0), Math.max(ss - ns, 0)]
+  }
+}
+
+// Nakama's cursors are base64url gob blobs; this fake uses base64url JSON, equally opaque to clients.
+function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify(c)).toString('base64url')
+}
+
+function decodeCursor(text: string): Cursor | null {
+  try {
+    const c = JSON.parse(Buffer.from(text, 'base64url').toString()) as Cursor
+    return typeof c.id === 'string' && typeof c.rank === 'number' ? c : null
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,180 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Api, type Answer, type Call, type SessionConfig } from './api.js'
+import { FakeError, httpStatus } from './errors.js'
+import { verifyToken } from './jwt.js'
+import { loadRuntime, type Runtime } from './runtime.js'
+import { FakeState, type Flavour } from './state.js'
+
+/** How the fake is set up; defaults are the settings the README recommends, on v3.40 behaviour. */
+export interface FakeNakamaOptions {
+  serverKey?: string
+  httpKey?: string
+  session?: Partial<SessionConfig>
+  /** '3.18' imitates the older server of nakama-api.md §5 (no iat, limit 100, ranks always). */
+  version?: '3.18' | '3.40'
+  now?: () => number
+}
+
+/** What a test may do to a request before it is served. */
+export type Intercept = 'drop' | 'hang' | 'fail' | undefined
+
+/** A running fake: its URL, its database, and switches to take it down and bring it back. */
+export interface FakeNakama {
+  url: string
+  port: number
+  serverKey: string
+  httpKey: string
+  state: FakeState
+  runtime: Runtime
+  /** Requests served, by "METHOD /path" (query left out). */
+  calls: Map<string, number>
+  intercept: ((method: string, path: string) => Intercept) | null
+  /** Close the listener and every connection: clients see ECONNREFUSED. */
+  stop(): Promise<void>
+  /** Listen again on the same port. */
+  start(): Promise<void>
+  /** stop + start, losing what Nakama keeps only in memory (the logout blacklist). */
+  restart(): Promise<void>
+  close(): Promise<void>
+}
+
+const BEARER_ROUTES = new Set(['/v2/session/logout', '/v2/account'])
+
+/** Start a fake Nakama on an ephemeral port of 127.0.0.1 that runs nakama/modules/playfield.js. */
+export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<FakeNakama> {
+  const old = options.version === '3.18'
+  const flavour: Flavour = { iat: !old, maxLimit: old ? 100 : 1000, ranksFlag: !old, wrappedRenameError: !old }
+  const state = new FakeState(flavour, options.now ?? Date.now)
+  const runtime = loadRuntime(state)
+  const session: SessionConfig = {
+    encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key',
+    tokenExpirySec: 7200, refreshTokenExpirySec: 2_592_000, ...options.session,
+  }
+  const api = new Api(state, runtime, session)
+  const serverKey = options.serverKey ?? 'defaultkey'
+  const httpKey = options.httpKey ?? 'defaulthttpkey'
+  const calls = new Map<string, number>()
+  const held = new Set<http.ServerResponse>()
+
+  const basic = (header: string | undefined, key: string): boolean | null => {
+    if (!header?.startsWith('Basic ')) return null
+    const decoded = Buffer.from(header.slice(6), 'base64').toString()
+    const colon = decoded.indexOf(':')
+    return colon >= 0 && decoded.slice(0, colon) === key
+  }
+  const bearer = (header: string | undefined): Call['claims'] => {
+    if (!header?.startsWith('Bearer ')) throw new FakeError(16, 'Auth token required')
+    const claims = verifyToken(header.slice(7), session.encryptionKey, Math.floor(state.now() / 1000))
+    if (!claims || state.blacklist.has(claims.tid)) throw new FakeError(16, 'Auth token invalid')
+    return claims
+  }
+
+  const route = (call: Call, auth: string | undefined): Answer => {
+    const { method, path } = call
+    if (path === '/' && method === 'GET') return { raw: '', contentType: 'text/plain' }
+    if (path.startsWith('/v2/account/authenticate/') || path === '/v2/account/session/refresh') {
+      if (method !== 'POST') throw new FakeError(5, 'Not Found')
+      const ok = basic(auth, serverKey)
+      if (ok === null) throw new FakeError(16, 'Server key required')
+      if (!ok) throw new FakeError(16, 'Server key invalid')
+      if (path === '/v2/account/authenticate/custom') return api.authenticateCustom(call)
+      if (path === '/v2/account/authenticate/email') return api.authenticateEmail(call)
+      if (path === '/v2/account/session/refresh') return api.refresh(call)
+      throw new FakeError(5, 'Not Found')
+    }
+    const rpc = /^\/v2\/rpc\/([^/]+)$/.exec(path)
+    if (rpc) {
+      const key = call.query.get('http_key')
+      if (key !== null) {
+        if (key !== httpKey) throw Object.assign(new FakeError(16, 'HTTP key invalid'), { rpc: true })
+      } else {
+        const ok = basic(auth, httpKey)
+        if (ok === false) throw Object.assign(new FakeError(16, 'HTTP key invalid'), { rpc: true })
+        if (ok === null) {
+          if (!auth) throw Object.assign(new FakeError(16, 'Auth token or HTTP key required'), { rpc: true })
+          call.claims = bearer(auth)
+        }
+      }
+      try {
+        return api.rpc(call, decodeURIComponent(rpc[1]!))
+      } catch (e) {
+        throw e instanceof FakeError ? Object.assign(e, { rpc: true }) : e
+      }
+    }
+    const board = /^\/v2\/leaderboard\/([^/]+)$/.exec(path)
+    if (!BEARER_ROUTES.has(path) && !board) throw new FakeError(5, 'Not Found')
+    call.claims = bearer(auth)
+    if (path === '/v2/session/logout' && method === 'POST') return api.logout(call)
+    if (path === '/v2/account' && method === 'GET') return api.getAccount(call)
+    if (path === '/v2/account' && method === 'PUT') return api.updateAccount(call)
+    if (board && method === 'GET') return api.listRecords(call, decodeURIComponent(board[1]!))
+    if (board && method === 'POST') return api.writeRecord(call, decodeURIComponent(board[1]!))
+    throw new FakeError(5, 'Not Found')
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://fake')
+      const name = `${req.method} ${url.pathname}`
+      const action = fake.intercept?.(req.method ?? 'GET', url.pathname)
+      if (action === 'drop') return req.socket.destroy()
+      if (action === 'hang') return void held.add(res)
+      calls.set(name, (calls.get(name) ?? 0) + 1)
+      const headers = { 'cache-control': 'no-store, no-cache, must-revalidate' }
+      if (action === 'fail') {
+        res.writeHead(500, { ...headers, 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ code: 13, message: 'Internal error.' }))
+      }
+      const call: Call = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body: Buffer.concat(chunks).toString(), contentType: req.headers['content-type'] }
+      try {
+        const answer = route(call, req.headers.authorization)
+        if ('raw' in answer) {
+          res.writeHead(200, { ...headers, 'content-type': answer.contentType })
+          return res.end(answer.raw)
+        }
+        res.writeHead(200, { ...headers, 'content-type': 'application/json' })
+        res.end(JSON.stringify(answer.json))
+      } catch (e) {
+        const err = e instanceof FakeError ? e : new FakeError(13, 'Internal error.')
+        if (!(e instanceof FakeError)) process.stderr.write(`fake nakama: ${(e as Error).stack}\n`)
+        res.writeHead(httpStatus(err.code), { ...headers, 'content-type': 'application/json' })
+        const rpc = (err as { rpc?: boolean }).rpc
+        res.end(JSON.stringify(rpc ? { code: err.code, error: err.message, message: err.message } : { code: err.code, message: err.message }))
+      }
+    })
+  })
+  server.keepAliveTimeout = 5000
+
+  let port = 0
+  const listen = () => new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject)
+      port = (server.address() as AddressInfo).port
+      server.unref()
+      resolve()
+    })
+  })
+  const stop = () => new Promise<void>((resolve) => {
+    if (!server.listening) return resolve()
+    for (const res of held) res.socket?.destroy()
+    held.clear()
+    server.close(() => resolve())
+    server.closeAllConnections()
+  })
+  await listen()
+  const fake: FakeNakama = {
+    url: `http://127.0.0.1:${port}`, port, serverKey, httpKey, state, runtime, calls, intercept: null,
+    stop, start: listen,
+    async restart() {
+      await stop()
+      state.blacklist.clear()
+      await listen()
+    },
+    close: stop,
+  }
+  return fake
+}

@@ -1,0 +1,239 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { parse } from 'acorn'
+import { take, RENAME_RULE, type Bucket, type Rule } from '../lib/limiter.js'
+import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
+import { loadRuntime, MODULE_PATH } from './fake-nakama/runtime.js'
+import { FakeState } from './fake-nakama/state.js'
+
+// The runtime module (nakama/modules/playfield.js) run by the fake Nakama, called over HTTP as the
+// platform calls it: POST /v2/rpc/<id>?unwrap with the runtime HTTP key.
+
+const source = readFileSync(MODULE_PATH, 'utf8')
+
+async function rpc(fake: FakeNakama, id: string, payload: unknown): Promise<any> {
+  const res = await fetch(`${fake.url}/v2/rpc/${id}?http_key=${fake.httpKey}&unwrap`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload),
+  })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`${id}: ${res.status} ${text}`)
+  return JSON.parse(text)
+}
+
+async function authCustom(fake: FakeNakama, id: string, username?: string): Promise<{ token: string; uid: string }> {
+  const q = new URLSearchParams({ create: 'true', ...(username ? { username } : {}) })
+  const res = await fetch(`${fake.url}/v2/account/authenticate/custom?${q}`, {
+    method: 'POST', headers: { authorization: `Basic ${Buffer.from(`${fake.serverKey}:`).toString('base64')}` }, body: JSON.stringify({ id }),
+  })
+  const body = await res.json() as { token: string }
+  return { token: body.token, uid: JSON.parse(Buffer.from(body.token.split('.')[1]!, 'base64url').toString()).uid }
+}
+
+t.test('the module is one ES5 script whose RPCs are top-level named functions', async (t) => {
+  const ast = parse(source, { ecmaVersion: 5, sourceType: 'script' }) as any
+  const top = new Set(ast.body.filter((n: any) => n.type === 'FunctionDeclaration').map((n: any) => n.id.name))
+  t.ok(top.has('InitModule'), 'top-level InitModule')
+  t.notMatch(source, /\b(require\s*\(|import\s|export\s)/, 'no require, import or export')
+  const init = ast.body.find((n: any) => n.type === 'FunctionDeclaration' && n.id.name === 'InitModule')
+  const registered = init.body.body
+    .filter((s: any) => s.expression?.callee?.property?.name === 'registerRpc')
+    .map((s: any) => s.expression.arguments[1])
+  t.equal(registered.length, 11)
+  for (const arg of registered) t.ok(arg.type === 'Identifier' && top.has(arg.name), `${arg.name ?? arg.type} is a top-level function`)
+})
+
+t.test('the fake refuses a module that registers an inline function, as Nakama does', async (t) => {
+  const state = new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now)
+  const inline = 'function InitModule(ctx, logger, nk, initializer) { initializer.registerRpc("x", function () { return "" }) }'
+  t.throws(() => loadRuntime(state, inline), /top-level named function/)
+  t.throws(() => loadRuntime(state, 'var x = 1'), /InitModule function not found/)
+})
+
+t.test("the module's token bucket is lib/limiter.ts's take, case for case", async (t) => {
+  const state = new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now)
+  const { scope } = loadRuntime(state)
+  const fast: Rule = { capacity: 2, refill: 1, intervalMs: 1000 }
+  const cases: Array<[string, Bucket | undefined, Rule, number]> = [
+    ['missing bucket is full', undefined, RENAME_RULE, 1_000],
+    ['last token', { tokens: 1, updatedAt: 0 }, RENAME_RULE, 0],
+    ['empty, wait for one token', { tokens: 0, updatedAt: 0 }, RENAME_RULE, 0],
+    ['fraction refilled', { tokens: 0.5, updatedAt: 0 }, RENAME_RULE, 600_000],
+    ['refill caps at capacity', { tokens: 0, updatedAt: 0 }, fast, 1_000_000],
+    ['clock behind the bucket', { tokens: 0.2, updatedAt: 5_000 }, fast, 1_000],
+    ['almost one token', { tokens: 0.999, updatedAt: 0 }, RENAME_RULE, 1],
+  ]
+  for (const [name, bucket, rule, now] of cases) {
+    const fromModule = JSON.parse(JSON.stringify(scope.bucketTake(bucket, rule, now)))
+    t.same(fromModule, take(bucket, rule, now), name)
+  }
+})
+
+t.test('RPC calls: HTTP key required, unwrap and wrapped forms, unknown ids', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const url = `${fake.url}/v2/rpc/playfield_list_privileged`
+  let res = await fetch(`${url}?unwrap`, { method: 'POST', body: '{}' })
+  t.equal(res.status, 401)
+  t.same(await res.json(), { code: 16, error: 'Auth token or HTTP key required', message: 'Auth token or HTTP key required' })
+  res = await fetch(`${url}?http_key=wrong&unwrap`, { method: 'POST', body: '{}' })
+  t.equal(res.status, 401)
+  t.same(await res.json(), { code: 16, error: 'HTTP key invalid', message: 'HTTP key invalid' })
+  res = await fetch(`${url}?unwrap`, { method: 'POST', body: '{}', headers: { authorization: `Basic ${Buffer.from(`${fake.httpKey}:`).toString('base64')}`, 'content-type': 'application/json' } })
+  t.equal(res.status, 200)
+  t.equal(res.headers.get('content-type'), 'application/json', 'unwrap copies the request content type')
+  t.same(await res.json(), { accounts: [] })
+  res = await fetch(`${url}?http_key=${fake.httpKey}`, { method: 'POST', body: '{}' })
+  t.equal(res.status, 400, 'without unwrap the body must be a JSON string')
+  res = await fetch(`${url}?http_key=${fake.httpKey}`, { method: 'POST', body: JSON.stringify('{}') })
+  t.same(await res.json(), { payload: JSON.stringify({ accounts: [] }) })
+  res = await fetch(`${fake.url}/v2/rpc/PLAYFIELD_NOPE?http_key=${fake.httpKey}&unwrap`, { method: 'POST', body: '{}' })
+  t.equal(res.status, 404)
+  t.same(await res.json(), { code: 5, error: 'RPC function not found', message: 'RPC function not found' })
+})
+
+t.test('storage writes with a stale version are rejected', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  const user = '00000000-0000-0000-0000-000000000000'
+  const [first] = nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 1 }, version: '*' }])
+  t.throws(() => nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 2 }, version: '*' }]), /version check failed/, "'*' fails when the object exists")
+  nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 2 }, version: first!.version }])
+  t.throws(() => nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 3 }, version: first!.version }]), /version check failed/, 'stale version fails')
+  t.same(nk.storageRead([{ collection: 'c', key: 'k', userId: user }])[0]!.value, { n: 2 })
+})
+
+t.test('rename: three per hour, taken names spend nothing, a lost version race is retried', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const alice = await authCustom(fake, 'custom-alice-0001', 'alice')
+  await authCustom(fake, 'custom-bob-00001', 'bob')
+  const rule = RENAME_RULE
+  const now = 1_800_000_000_000
+  t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'bob', rule, now }), { error: 'USERNAME_TAKEN' })
+  t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'Bob', rule, now }),
+    { account: { id: alice.uid, username: 'Bob', roles: [] } }, 'names are case-exact on Nakama')
+
+  // Another instance writes the bucket between this call's read and write: the module re-reads.
+  const nk = fake.runtime.nk
+  const read = nk.storageRead
+  let raced = false
+  nk.storageRead = (reads) => {
+    const found = read(reads)
+    if (!raced && reads[0]!.collection === 'playfield_buckets') {
+      raced = true
+      nk.storageWrite([{ collection: 'playfield_buckets', key: 'rename', userId: alice.uid, value: { tokens: 1, updatedAt: now }, version: found[0]?.version ?? '*' }])
+    }
+    return found
+  }
+  t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'alice2', rule, now }), { account: { id: alice.uid, username: 'alice2', roles: [] } })
+  nk.storageRead = read
+  t.ok(raced)
+  t.same(fake.state.read('playfield_buckets', 'rename', alice.uid)!.value, JSON.stringify({ tokens: 0, updatedAt: now }), 'the retry took from the raced bucket')
+  const limited = await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'alice3', rule, now: now + 1000 })
+  t.same(limited, { error: 'RATE_LIMITED', waitMs: Math.ceil((1 - 1000 * 3 / 3_600_000) * 3_600_000 / 3) })
+  t.equal(fake.state.users.get(alice.uid)!.username, 'alice2', 'a refused rename changes nothing')
+})
+
+t.test('a rename refused by Nakama gives its token back', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const alice = await authCustom(fake, 'custom-alice-0001', 'alice')
+  const now = 1_800_000_000_000
+  const update = fake.runtime.nk.accountUpdateId
+  fake.runtime.nk.accountUpdateId = () => { throw new Error('Username is already in use.') }
+  t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'racer', rule: RENAME_RULE, now }), { error: 'USERNAME_TAKEN' })
+  fake.runtime.nk.accountUpdateId = update
+  t.same(fake.state.read('playfield_buckets', 'rename', alice.uid)!.value, JSON.stringify({ tokens: 3, updatedAt: now }))
+})
+
+t.test('roles: grant, revoke, list by exact username', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const alice = await authCustom(fake, 'custom-alice-0001', 'alice')
+  const bob = await authCustom(fake, 'custom-bob-00001', 'bob')
+  t.same(await rpc(fake, 'playfield_set_role', { username: 'Alice', role: 'developer', grant: true }), { error: 'NOT_FOUND' })
+  t.same(await rpc(fake, 'playfield_set_role', { username: 'alice', role: 'developer', grant: true }), { account: { id: alice.uid, username: 'alice', roles: ['developer'] } })
+  await rpc(fake, 'playfield_set_role', { username: 'alice', role: 'admin', grant: true })
+  await rpc(fake, 'playfield_set_role', { username: 'bob', role: 'developer', grant: true })
+  t.same(await rpc(fake, 'playfield_get_account', { userId: alice.uid }), { account: { id: alice.uid, username: 'alice', roles: ['admin', 'developer'] } })
+  t.same(await rpc(fake, 'playfield_set_role', { username: 'bob', role: 'developer', grant: false }), { account: { id: bob.uid, username: 'bob', roles: [] } })
+  t.same(await rpc(fake, 'playfield_list_privileged', {}), { accounts: [{ id: alice.uid, username: 'alice', roles: ['admin', 'developer'] }] })
+  t.same(await rpc(fake, 'playfield_get_account', { userId: '00000000-0000-4000-8000-000000000000' }), { account: null })
+  t.same(await rpc(fake, 'playfield_get_account', { userId: 'not-a-uuid' }), { account: null })
+})
+
+t.test('leaderboards: created once with ranks, written authoritatively, listed with cursors', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const boards = [
+    { id: 'hi', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true },
+    { id: 'lap', operator: 'best', sortOrder: 'asc', resetSchedule: '0 0 * * 1', authoritative: false },
+    { id: 'wins', operator: 'incr', sortOrder: 'desc', resetSchedule: null, authoritative: false },
+  ]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards }), { created: ['hi', 'lap', 'wins'], differing: [] })
+  t.same(fake.state.leaderboards.boards.get('hi')!.enableRanks, true)
+  const changed = [{ ...boards[0], sortOrder: 'asc' }, boards[1], boards[2]]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: changed }), { created: [], differing: ['hi'] }, 'an existing board keeps its settings and is reported')
+
+  const users = await Promise.all(['u1', 'u2', 'u3'].map((n) => authCustom(fake, `custom-${n}-000`, n)))
+  const [a, b, c] = users as [typeof users[0], typeof users[0], typeof users[0]]
+  const write = (owner: typeof a, leaderboardId: string, score: number, subscore = 0, metadata?: string) =>
+    rpc(fake, 'playfield_write_record', { leaderboardId, ownerId: owner.uid, username: `name-${owner.uid.slice(0, 4)}`, score, subscore, metadata })
+  t.same(await write(a, 'hi', 100, 5, '{"lvl":1}'), { record: { leaderboard_id: 'hi', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 100, subscore: 5, rank: 1 } })
+  t.same((await write(a, 'hi', 90, 9)).record.score, 100, 'best keeps the better score')
+  t.same((await write(a, 'hi', 90, 9)).record.subscore, 9, '... and independently the better subscore')
+  await write(a, 'hi', 50, 1, '{"lvl":2}')
+  t.equal(fake.state.leaderboards.list('hi', [a.uid], 1, '', 0, Date.now()).records[0]!.metadata, '{"lvl": 1}', 'a write that changes nothing keeps the metadata')
+  await write(b, 'hi', 100, 9)
+  await write(c, 'hi', 300, 0)
+  const top = await rpc(fake, 'playfield_list_records', { leaderboardId: 'hi', limit: 2, ownerId: a.uid })
+  t.same(top.records.map((r: any) => [r.score, r.rank]), [[300, 1], [100, 2]])
+  t.type(top.nextCursor, 'string')
+  const ties = [a.uid, b.uid].sort().reverse()
+  t.equal(top.records[1].owner_id, ties[0], 'ties on score and subscore order by owner id, descending')
+  t.same(top.ownRecord.rank, a.uid === ties[0] ? 2 : 3)
+  const rest = await rpc(fake, 'playfield_list_records', { leaderboardId: 'hi', limit: 2, cursor: top.nextCursor })
+  t.same(rest.records.map((r: any) => [r.owner_id, r.rank]), [[ties[1], 3]])
+  t.equal(rest.nextCursor, null)
+  t.same(rest.ownRecord, null)
+  t.same(await rpc(fake, 'playfield_list_records', { leaderboardId: 'lap', limit: 2, cursor: top.nextCursor }), { error: 'INVALID_CURSOR' })
+  t.same(await rpc(fake, 'playfield_list_records', { leaderboardId: 'nope', limit: 2 }), { error: 'LEADERBOARD_NOT_FOUND' })
+  t.same(await write(a, 'nope', 1), { error: 'LEADERBOARD_NOT_FOUND' })
+
+  t.same((await write(a, 'wins', 2, 1)).record.score, 2)
+  t.same((await write(a, 'wins', 3, 1)).record, { leaderboard_id: 'wins', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 5, subscore: 2, rank: 1 })
+  await write(a, 'lap', 70)
+  t.same((await write(a, 'lap', 65)).record.score, 65, 'best on an ascending board keeps the lower score')
+
+  // A client cannot bypass the platform on an authoritative board (nakama-api.md §1.6).
+  const res = await fetch(`${fake.url}/v2/leaderboard/hi`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` }, body: JSON.stringify({ score: '999' }) })
+  t.equal(res.status, 403)
+  t.same(await res.json(), { code: 7, message: 'Leaderboard only allows authoritative score submissions.' })
+})
+
+t.test('REST leaderboard list: int64 strings, omitted zeros, limit defaults to 1 without limit', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  await rpc(fake, 'playfield_sync_leaderboards', { boards: [{ id: 'open', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: false }] })
+  const a = await authCustom(fake, 'custom-a-00001', 'a')
+  const b = await authCustom(fake, 'custom-b-00001', 'b')
+  const post = (u: typeof a, body: unknown) => fetch(`${fake.url}/v2/leaderboard/open`, { method: 'POST', headers: { authorization: `Bearer ${u.token}` }, body: JSON.stringify(body) })
+  let res = await post(a, { score: 1.5 })
+  t.equal(res.status, 400)
+  res = await post(a, { score: '100', subscore: 9, metadata: '{"lvl": 2}' })
+  const rec = await res.json() as Record<string, unknown>
+  t.equal(rec.score, '100')
+  t.equal(rec.rank, '1')
+  await post(b, {})
+  res = await fetch(`${fake.url}/v2/leaderboard/open`, { headers: { authorization: `Bearer ${a.token}` } })
+  const one = await res.json() as { records: Array<Record<string, unknown>>; next_cursor: string; rank_count: string }
+  t.equal(one.records.length, 1, 'no limit: one record')
+  t.equal(one.rank_count, '2')
+  res = await fetch(`${fake.url}/v2/leaderboard/open?limit=10&owner_ids=${b.uid}`, { headers: { authorization: `Bearer ${a.token}` } })
+  const all = await res.json() as { records: Array<Record<string, unknown>>; owner_records: Array<Record<string, unknown>> }
+  t.notOk('score' in all.records[1]!, 'a zero score has no key')
+  t.equal(all.owner_records[0]!.rank, '2')
+  res = await fetch(`${fake.url}/v2/leaderboard/open?limit=1001`, { headers: { authorization: `Bearer ${a.token}` } })
+  t.same(await res.json(), { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' })
+})

@@ -1,0 +1,75 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { ROOT } from './platform.js'
+
+/** Where the units expect the checkout (README "Deploy"). */
+export const INSTALL_DIR = '/opt/playfield'
+
+/** A unit file's settings: section -> key -> every value in order (systemd keys may repeat). */
+export type Unit = Record<string, Record<string, string[]>>
+
+/** The shipped unit `name` from systemd/, as text. */
+export function unitText(name: string): string {
+  return readFileSync(path.join(ROOT, 'systemd', name), 'utf8')
+}
+
+/** Parse unit-file text (no line continuations are used in ours). */
+export function parseUnit(text: string): Unit {
+  const unit: Unit = {}
+  let section: Record<string, string[]> | undefined
+  for (const raw of text.split('\n')) {
+    const line = raw.trim()
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue
+    const header = /^\[(.+)\]$/.exec(line)
+    if (header) {
+      section = unit[header[1]!] ??= {}
+      continue
+    }
+    const eq = line.indexOf('=')
+    if (!section || eq < 0) throw new Error(`unit line outside a section or without "=": ${line}`)
+    ;(section[line.slice(0, eq)] ??= []).push(line.slice(eq + 1))
+  }
+  return unit
+}
+
+/** The unit's text with the install directory pointed at this checkout: what a test can run. */
+export function localUnitText(name: string): string {
+  return unitText(name).replaceAll(INSTALL_DIR, ROOT)
+}
+
+/** `Environment=` assignments of a [Service] section as a map. */
+export function unitEnvironment(unit: Unit): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const assignment of unit.Service?.Environment ?? []) {
+    for (const pair of assignment.split(/\s+/)) {
+      const eq = pair.indexOf('=')
+      env[pair.slice(0, eq)] = pair.slice(eq + 1)
+    }
+  }
+  return env
+}
+
+/** Parse a systemd time span such as `15s`, `2min` or `500ms` into milliseconds. */
+export function timeSpanMs(value: string): number {
+  const m = /^(\d+)\s*(ms|s|sec|min|m)?$/.exec(value.trim())
+  if (!m) throw new Error(`unsupported time span ${value}`)
+  const n = Number(m[1])
+  return m[2] === 'ms' ? n : m[2] === 'min' || m[2] === 'm' ? n * 60_000 : n * 1000
+}
+
+/** Run `systemd-analyze verify` on `text` saved as `dir/name`; returns exit status and stderr. */
+export function verifyUnit(dir: string, name: string, text: string): { status: number | null; stderr: string } {
+  const file = path.join(dir, name)
+  writeFileSync(file, text)
+  const run = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8' })
+  return { status: run.status, stderr: run.stderr }
+}
+
+/** `systemd-analyze security --offline` of the unit file at `file`: the overall exposure (0-10). */
+export function exposure(file: string): number {
+  const out = execFileSync('systemd-analyze', ['security', '--offline=true', '--no-pager', file], { encoding: 'utf8' })
+  const m = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(out)
+  if (!m) throw new Error(`no exposure level in:\n${out}`)
+  return Number(m[1])
+}

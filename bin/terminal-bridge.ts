@@ -1,0 +1,36 @@
+import { ConfigError, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
+import { logLine } from '../lib/http/server.js'
+import { loadSecret } from '../lib/secrets.js'
+import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
+import { createBridge } from '../lib/bridge/server.js'
+
+/** SIGTERM: 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
+const SHUTDOWN_DEADLINE_MS = 4_500
+
+let config: Readonly<BridgeConfig>
+let account: ShellAccount
+try {
+  config = loadBridgeConfig()
+  account = resolveShellAccount(config)
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err
+  process.stderr.write(`config: ${err.message}\n`)
+  process.exit(2)
+}
+
+const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
+const bridge = createBridge({ config, account, ticketKeys, log: logLine })
+
+bridge.server.listen(config.port, config.host, () => {
+  const address = bridge.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.port
+  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
+})
+
+const stop = (): void => {
+  logLine({ event: 'bridge.stopping' })
+  setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref()
+  void bridge.shutdown().then(() => process.exit(0))
+}
+process.once('SIGTERM', stop)
+process.once('SIGINT', stop)

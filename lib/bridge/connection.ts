@@ -1,0 +1,100 @@
+import type { WebSocket, RawData } from 'ws'
+import type { TicketClaims } from '../ticket.js'
+import { parseFrame, type ClientFrame, type ServerFrame } from './protocol.js'
+import type { Registry } from './registry.js'
+import type { Terminal } from './terminal.js'
+
+/** Pause the PTY while the socket holds more than this unsent, resume below the low mark. */
+const HIGH_WATER = 1024 * 1024
+const LOW_WATER = 256 * 1024
+/** An acking client may have this many output characters in flight unrendered (CONTRACT §6). */
+const ACK_WINDOW = 1024 * 1024
+const ACK_LOW = 512 * 1024
+
+/**
+ * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
+ * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
+ */
+export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: Registry, log: (entry: Record<string, unknown>) => void): Promise<void> {
+  const startedAt = new Date().toISOString()
+  let terminal: Terminal | null = null
+  let pid: number | null = null
+  let bytesIn = 0
+  let bytesOut = 0
+  let sentChars = 0
+  let ackedChars = 0
+  let acking = false
+
+  const send = (frame: ServerFrame): void => {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame), updateFlow)
+  }
+
+  // Called after every send completes and on every ack: the PTY reads only while both the socket
+  // and, for a client that acks, the page keep up.
+  function updateFlow(): void {
+    if (!terminal) return
+    const unacked = acking ? sentChars - ackedChars : 0
+    if (ws.bufferedAmount > HIGH_WATER || unacked > ACK_WINDOW) terminal.pause()
+    else if (ws.bufferedAmount < LOW_WATER && unacked < ACK_LOW) terminal.resume()
+  }
+
+  function create(cols: number, rows: number): void {
+    if (terminal) return send({ type: 'error', message: 'a terminal is already running on this connection' })
+    try {
+      const spawned: Terminal = registry.spawn(cols, rows, {
+        output(data) {
+          sentChars += data.length
+          bytesOut += Buffer.byteLength(data)
+          send({ type: 'output', data })
+          updateFlow()
+        },
+        exit(code, signal) {
+          if (terminal === spawned) terminal = null
+          send({ type: 'exit', code, signal })
+        },
+      })
+      terminal = spawned
+      pid = spawned.pid
+      sentChars = ackedChars = 0
+      send({ type: 'created', pid: spawned.pid })
+    } catch (err) {
+      log({ event: 'terminal.spawn_failed', user: claims.username, error: err instanceof Error ? err.message : String(err) })
+      send({ type: 'error', message: 'the shell could not be started' })
+    }
+  }
+
+  function handle(frame: ClientFrame): void {
+    if (frame.type === 'create') return create(frame.cols ?? 80, frame.rows ?? 24)
+    if (frame.type === 'ack') {
+      acking = true
+      ackedChars = Math.min(sentChars, ackedChars + frame.bytes)
+      return updateFlow()
+    }
+    if (!terminal) return send({ type: 'error', message: `no terminal: send create before ${frame.type}` })
+    if (frame.type === 'input') {
+      bytesIn += Buffer.byteLength(frame.data)
+      terminal.write(frame.data)
+    } else if (frame.type === 'resize') {
+      terminal.resize(frame.cols, frame.rows)
+    } else {
+      void terminal.end()
+    }
+  }
+
+  ws.on('message', (data: RawData, isBinary: boolean) => {
+    if (isBinary) return send({ type: 'error', message: 'binary frames are not accepted; send JSON text' })
+    const parsed = parseFrame(data.toString())
+    if ('error' in parsed) return send({ type: 'error', message: parsed.error })
+    handle(parsed.frame)
+  })
+  ws.on('error', () => ws.terminate())
+
+  return new Promise((resolve) => {
+    ws.once('close', () => {
+      const ending = terminal ? registry.dispose(terminal) : Promise.resolve()
+      terminal = null
+      log({ event: 'terminal.session', user: claims.username, userId: claims.userId, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut })
+      void ending.then(resolve)
+    })
+  })
+}

@@ -1,0 +1,59 @@
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+
+/** Terminal sizes are integers 1-1000 (CONTRACT §6). */
+const Size = Type.Integer({ minimum: 1, maximum: 1000 })
+
+const Create = Type.Object({ type: Type.Literal('create'), cols: Type.Optional(Size), rows: Type.Optional(Size) })
+const Input = Type.Object({ type: Type.Literal('input'), data: Type.String() })
+const Resize = Type.Object({ type: Type.Literal('resize'), cols: Size, rows: Size })
+const Kill = Type.Object({ type: Type.Literal('kill') })
+/** CONTRACT §6's extra frame: output characters the page has rendered since its previous ack. */
+const Ack = Type.Object({ type: Type.Literal('ack'), bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) })
+
+const SCHEMAS = {
+  create: Compile(Create),
+  input: Compile(Input),
+  resize: Compile(Resize),
+  kill: Compile(Kill),
+  ack: Compile(Ack),
+}
+
+/** A checked client frame. */
+export type ClientFrame =
+  | { type: 'create'; cols?: number; rows?: number }
+  | { type: 'input'; data: string }
+  | { type: 'resize'; cols: number; rows: number }
+  | { type: 'kill' }
+  | { type: 'ack'; bytes: number }
+
+/** A frame from the bridge to the client (spec terminal-bridge §2). */
+export type ServerFrame =
+  | { type: 'created'; pid: number }
+  | { type: 'output'; data: string }
+  | { type: 'exit'; code: number; signal: number | null }
+  | { type: 'error'; message: string }
+
+/**
+ * Parse one text frame: the frame, or the message of the `error` frame to answer with.
+ * Unknown fields are ignored, as JSON APIs usually do; known fields must have the right type.
+ */
+export function parseFrame(text: string): { frame: ClientFrame } | { error: string } {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return { error: 'frame is not JSON' }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { error: 'frame is not a JSON object' }
+  const type = (value as { type?: unknown }).type
+  if (typeof type !== 'string') return { error: 'frame has no string "type"' }
+  if (!Object.hasOwn(SCHEMAS, type)) return { error: `unknown frame type ${JSON.stringify(type.slice(0, 40))}` }
+  const schema = SCHEMAS[type as keyof typeof SCHEMAS]
+  if (!schema.Check(value)) {
+    const first = [...schema.Errors(value)][0]
+    const where = first?.instancePath ? first.instancePath.slice(1) : type
+    return { error: `invalid ${type} frame: ${where} ${first?.message ?? 'is invalid'}` }
+  }
+  return { frame: value as ClientFrame }
+}

@@ -1,0 +1,92 @@
+import http, { type IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { WebSocketServer, type WebSocket } from 'ws'
+import type { BridgeConfig } from '../config.js'
+import { SpentTickets, verifyTicket } from '../ticket.js'
+import type { ShellAccount } from './account.js'
+import { serveConnection } from './connection.js'
+import { Registry } from './registry.js'
+
+/** Frames above 1 MiB close the connection with 1009 (CONTRACT §6). */
+const MAX_PAYLOAD = 1024 * 1024
+/** RFC 6455 1013 "Try Again Later": the spec asks for it when the connection limit is reached. */
+const CLOSE_TRY_AGAIN = 1013
+/** RFC 6455 1001 "Going Away": the bridge is shutting down. */
+const CLOSE_GOING_AWAY = 1001
+/** After SIGTERM a client gets this long to answer the close handshake before its socket is cut. */
+const CLOSE_HANDSHAKE_MS = 1_000
+
+/** The running bridge: its HTTP server, and a shutdown that ends every connection and shell. */
+export interface Bridge {
+  server: http.Server
+  shutdown(): Promise<void>
+}
+
+export interface BridgeOptions {
+  config: Readonly<BridgeConfig>
+  account: ShellAccount
+  /** TERMINAL_TICKET_SECRET keys (the first signs on the platform; all verify here). */
+  ticketKeys: string[]
+  log: (entry: Record<string, unknown>) => void
+}
+
+/** Refuse an upgrade on the raw socket, as ws's abortHandshake does; nothing is spawned. */
+function refuse(socket: Duplex, status: number, message: string): void {
+  socket.once('finish', () => socket.destroy())
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
+  )
+}
+
+/** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
+export function createBridge({ config, account, ticketKeys, log }: BridgeOptions): Bridge {
+  const started = Date.now()
+  const registry = new Registry(account, config.shell)
+  const spent = new SpentTickets()
+  const origins = new Set(config.origins)
+  const connections = new Map<WebSocket, Promise<void>>()
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
+
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://bridge.invalid').pathname
+    const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')
+    const status = health ? 200 : path === '/' ? 405 : 404
+    const body = health
+      ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor((Date.now() - started) / 1000) }
+      : { error: status === 405 ? 'method not allowed' : 'not found', code: status === 405 ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND' }
+    const text = JSON.stringify(body)
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
+    res.end(req.method === 'HEAD' ? undefined : text)
+  })
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy())
+    const url = new URL(req.url ?? '/', 'http://bridge.invalid')
+    if (url.pathname !== '/ws') return refuse(socket, 404, 'not found')
+    const now = Date.now()
+    const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)
+    if (!claims) return refuse(socket, 401, 'missing, invalid or expired ticket')
+    // Spent by its first use, whatever follows (CONTRACT §6).
+    if (!spent.spend(claims, now)) return refuse(socket, 401, 'ticket already used')
+    if (!origins.has(req.headers.origin ?? '')) return refuse(socket, 403, 'origin not allowed')
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (connections.size >= config.maxConn) return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
+      const done = serveConnection(ws, claims, registry, log)
+      connections.set(ws, done)
+      ws.once('close', () => connections.delete(ws))
+    })
+  })
+
+  async function shutdown(): Promise<void> {
+    server.close()
+    const ending = [...connections.values()]
+    for (const ws of connections.keys()) {
+      ws.close(CLOSE_GOING_AWAY, 'terminal bridge shutting down')
+      setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+    }
+    await Promise.all([...ending, registry.disposeAll()])
+  }
+
+  return { server, shutdown }
+}

@@ -1,0 +1,58 @@
+import { readdirSync, readFileSync } from 'node:fs'
+
+/** SIGHUP first; whatever is left this long after gets SIGKILL (CONTRACT §6). */
+export const KILL_GRACE_MS = 2_000
+
+/**
+ * Pids of every process in session `sid`, from field 6 of /proc/<pid>/stat. node-pty's kill()
+ * signals only the shell, and `nohup`/disowned jobs live on in their own process groups of the
+ * same session, so the session is the unit that ends.
+ */
+export function sessionMembers(sid: number): number[] {
+  const members: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+    } catch {
+      continue // exited while we looked
+    }
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(fields[3]) === sid) members.push(Number(name))
+  }
+  return members
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig)
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+/** How often the grace period looks whether the session is already empty. */
+const POLL_MS = 50
+
+/**
+ * End every process of the session led by `sid`: SIGHUP (and SIGCONT, so stopped jobs see it) to
+ * each member now, SIGKILL to those left after `graceMs`. Resolves once the session is empty or
+ * the SIGKILL round is done, so a shutdown waits no longer than it must.
+ */
+export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> {
+  const first = sessionMembers(sid)
+  for (const pid of first) signal(pid, 'SIGHUP')
+  for (const pid of first) signal(pid, 'SIGCONT')
+  const deadline = Date.now() + graceMs
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      const left = sessionMembers(sid)
+      if (left.length > 0 && Date.now() < deadline) return
+      for (const pid of left) signal(pid, 'SIGKILL')
+      clearInterval(timer)
+      resolve()
+    }, POLL_MS)
+  })
+}

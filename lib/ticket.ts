@@ -1,0 +1,92 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+
+/** A ticket lives at most this long (CONTRACT §6: "at most 60 s old"). */
+export const TICKET_TTL_MS = 60_000
+
+/** Who a ticket admits, until when, and the nonce that makes it single use. */
+export interface TicketClaims {
+  /** Backend user id. */
+  userId: string
+  username: string
+  /** Unix milliseconds. */
+  expiresAt: number
+  nonce: string
+}
+
+const Claims = Compile(
+  Type.Object(
+    {
+      userId: Type.String({ minLength: 1, maxLength: 256 }),
+      username: Type.String({ minLength: 1, maxLength: 256 }),
+      expiresAt: Type.Integer({ minimum: 0 }),
+      nonce: Type.String({ pattern: '^[A-Za-z0-9_-]{16,64}$' }),
+    },
+    { additionalProperties: false },
+  ),
+)
+
+function sign(key: string, payload: string): Buffer {
+  return createHmac('sha256', key).update(payload).digest()
+}
+
+/**
+ * Mint a ticket for `user`: `base64url(JSON claims).base64url(HMAC-SHA256)`, signed with the
+ * first key. The platform mints it at POST /dev/terminal/ticket; the bridge verifies it.
+ */
+export function mintTicket(keys: string[], user: { id: string; username: string }, now: number): { ticket: string; claims: TicketClaims } {
+  const claims: TicketClaims = {
+    userId: user.id,
+    username: user.username,
+    expiresAt: now + TICKET_TTL_MS,
+    nonce: randomBytes(18).toString('base64url'),
+  }
+  const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
+  return { ticket: `${payload}.${sign(keys[0]!, payload).toString('base64url')}`, claims }
+}
+
+/**
+ * The claims of a ticket whose signature matches one of `keys` (rotation: all verify) and which
+ * has not expired at `now`; null otherwise. Single use is the caller's job (SpentTickets).
+ */
+export function verifyTicket(keys: string[], ticket: string, now: number): TicketClaims | null {
+  if (ticket.length > 2048) return null
+  const dot = ticket.indexOf('.')
+  if (dot <= 0) return null
+  const payload = ticket.slice(0, dot)
+  const mac = Buffer.from(ticket.slice(dot + 1), 'base64url')
+  const signed = keys.some((key) => {
+    const expected = sign(key, payload)
+    return mac.length === expected.length && timingSafeEqual(mac, expected)
+  })
+  if (!signed) return null
+  let claims: unknown
+  try {
+    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+  } catch {
+    return null
+  }
+  if (!Claims.Check(claims)) return null
+  // A ticket further in the future than a fresh one would be is not one we minted under this rule.
+  if (claims.expiresAt <= now || claims.expiresAt > now + TICKET_TTL_MS) return null
+  return claims
+}
+
+/** The nonces of tickets already used, each kept until its ticket would have expired anyway. */
+export class SpentTickets {
+  readonly #spent = new Map<string, number>()
+
+  /** Mark the ticket spent; false when it already was (a replay). */
+  spend(claims: TicketClaims, now: number): boolean {
+    for (const [nonce, expiresAt] of this.#spent) if (expiresAt <= now) this.#spent.delete(nonce)
+    if (this.#spent.has(claims.nonce)) return false
+    this.#spent.set(claims.nonce, claims.expiresAt)
+    return true
+  }
+
+  /** How many nonces are held (for tests of the pruning). */
+  get size(): number {
+    return this.#spent.size
+  }
+}

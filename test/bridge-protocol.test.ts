@@ -1,0 +1,135 @@
+import t from 'tap'
+import { connect, startBridge } from './helpers/terminal.js'
+
+const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
+t.teardown(() => bridge.stop())
+
+t.test('create without a size starts an 80x24 login shell and answers created with its pid', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  const created = await c.frame('created')
+  t.same(Object.keys(created).sort(), ['pid', 'type'])
+  t.ok(Number.isInteger(created.pid) && (created.pid as number) > 1, 'pid is an integer')
+  t.match(await c.run('stty size'), /^24 80\r?\n/)
+  t.match(await c.run('shopt -q login_shell && echo LOGIN'), /^LOGIN/)
+  c.ws.close()
+})
+
+t.test('create with a size, then resize: stty size follows both', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create', cols: 100, rows: 30 })
+  await c.frame('created')
+  t.match(await c.run('stty size'), /^30 100\r?\n/)
+  c.send({ type: 'resize', cols: 120, rows: 40 })
+  t.match(await c.run('stty size'), /^40 120\r?\n/)
+  c.send({ type: 'resize', cols: 1, rows: 1000 })
+  t.match(await c.run('stty size'), /^1000 1\r?\n/)
+  c.ws.close()
+})
+
+t.test('input, resize and kill before create are error frames, and nothing is spawned', async (t) => {
+  const c = await connect(bridge.port)
+  for (const frame of [{ type: 'input', data: 'ls\r' }, { type: 'resize', cols: 80, rows: 24 }, { type: 'kill' }]) {
+    const at = c.frames.length
+    c.send(frame)
+    const error = await c.frame('error', at)
+    t.same(error, { type: 'error', message: `no terminal: send create before ${frame.type}` })
+  }
+  t.notOk(c.frames.some((f) => f.type === 'created' || f.type === 'output'), 'no shell, no output')
+  c.ws.close()
+})
+
+t.test('bad frames are error frames and the connection stays', async (t) => {
+  const c = await connect(bridge.port)
+  const bad: [unknown, RegExp][] = [
+    ['not json', /^frame is not JSON$/],
+    ['[1,2]', /^frame is not a JSON object$/],
+    ['"create"', /^frame is not a JSON object$/],
+    ['null', /^frame is not a JSON object$/],
+    [{ cols: 80 }, /^frame has no string "type"$/],
+    [{ type: 7 }, /^frame has no string "type"$/],
+    [{ type: 'launch' }, /^unknown frame type "launch"$/],
+    [{ type: 'create', cols: 0, rows: 24 }, /^invalid create frame: cols /],
+    [{ type: 'create', cols: -5, rows: 24 }, /^invalid create frame: cols /],
+    [{ type: 'create', cols: 80.5, rows: 24 }, /^invalid create frame: cols /],
+    [{ type: 'create', cols: 1001, rows: 24 }, /^invalid create frame: cols /],
+    [{ type: 'create', cols: 80, rows: 1e9 }, /^invalid create frame: rows /],
+    [{ type: 'create', cols: '80', rows: 24 }, /^invalid create frame: cols /],
+    [{ type: 'create', cols: null }, /^invalid create frame: cols /],
+    [{ type: 'input', data: 5 }, /^invalid input frame: data /],
+    [{ type: 'input' }, /^invalid input frame/],
+    [{ type: 'resize', cols: 80 }, /^invalid resize frame/],
+    [{ type: 'ack', bytes: -1 }, /^invalid ack frame: bytes /],
+  ]
+  for (const [frame, message] of bad) {
+    const at = c.frames.length
+    c.send(frame)
+    const error = await c.frame('error', at)
+    t.match(error, { type: 'error', message }, JSON.stringify(frame))
+    t.same(Object.keys(error).sort(), ['message', 'type'])
+  }
+  const at = c.frames.length
+  c.ws.send(Buffer.from('{"type":"kill"}'), { binary: true })
+  t.match(await c.frame('error', at), { message: /^binary frames are not accepted/ })
+  t.notOk(c.frames.some((f) => f.type === 'created'), 'no bad create spawned a shell')
+  t.equal(c.closed, null, 'still open')
+  c.send({ type: 'create' })
+  await c.frame('created')
+  t.match(await c.run('echo still-$((40+2))'), /^still-42/)
+  c.ws.close()
+})
+
+t.test('a second create is an error frame; after exit, create starts a new shell', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  const first = await c.frame('created')
+  let at = c.frames.length
+  c.send({ type: 'create', cols: 90, rows: 20 })
+  t.same(await c.frame('error', at), { type: 'error', message: 'a terminal is already running on this connection' })
+  t.match(await c.run('stty size'), /^24 80/, 'the running shell was not replaced')
+  at = c.frames.length
+  c.send({ type: 'input', data: 'exit 3\r' })
+  t.same(await c.frame('exit', at), { type: 'exit', code: 3, signal: null })
+  at = c.frames.length
+  c.send({ type: 'input', data: 'ls\r' })
+  t.same(await c.frame('error', at), { type: 'error', message: 'no terminal: send create before input' })
+  at = c.frames.length
+  c.send({ type: 'create', cols: 90, rows: 20 })
+  const second = await c.frame('created', at)
+  t.not(second.pid, first.pid, 'a new shell')
+  t.match(await c.run('stty size'), /^20 90/)
+  c.ws.close()
+})
+
+t.test('kill ends the shell: exit carries the signal number', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  const created = await c.frame('created')
+  await c.run('true')
+  const at = c.frames.length
+  c.send({ type: 'kill' })
+  const exit = await c.frame('exit', at)
+  t.same(exit, { type: 'exit', code: 0, signal: 1 }, 'SIGHUP is signal 1')
+  t.equal(c.closed, null, 'the connection stays after exit')
+  t.throws(() => process.kill(created.pid as number, 0), 'the shell is gone')
+  c.ws.close()
+})
+
+t.test('a frame over 1 MiB closes the connection with 1009', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  c.send({ type: 'input', data: 'x'.repeat(1024 * 1024 + 1) })
+  t.equal((await c.whenClosed()).code, 1009)
+})
+
+t.test('input of just under 1 MiB is accepted', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  await c.run('stty -icanon -echo; exec 3>/dev/null')
+  c.send({ type: 'input', data: 'y'.repeat(1024 * 1024 - 100) })
+  await new Promise((r) => setTimeout(r, 200))
+  t.equal(c.closed, null)
+  c.ws.close()
+})

@@ -1,0 +1,140 @@
+import { execFileSync } from 'node:child_process'
+import { WebSocket } from 'ws'
+import { mintTicket } from '../../lib/ticket.js'
+import { BRIDGE_JS, startPlatform, type RunningProcess } from './platform.js'
+
+/** The unprivileged account shells run as in tests (CI runs as root; .ci/run creates it too). */
+export const SHELL_USER = 'playfield-shell'
+export const TICKET_SECRET = 'test-ticket-secret-0123456789abcdef-0123456789'
+export const ORIGIN = 'http://127.0.0.1:3000'
+
+/** Create the shell account when the tests run as root and it is missing. */
+export function ensureShellUser(): void {
+  if (process.getuid?.() !== 0) return
+  try {
+    execFileSync('id', ['-u', SHELL_USER], { stdio: 'ignore' })
+  } catch {
+    execFileSync('useradd', ['--create-home', '--shell', '/bin/bash', SHELL_USER], { stdio: 'ignore' })
+  }
+}
+
+/** Start the real bridge on an ephemeral port. */
+export function startBridge(env: Record<string, string | undefined> = {}): Promise<RunningProcess> {
+  ensureShellUser()
+  return startPlatform({
+    script: BRIDGE_JS,
+    readyEvent: 'bridge.listening',
+    env: { TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, ...env },
+  })
+}
+
+/** A fresh ticket for a test user. */
+export function ticket(now = Date.now(), user = { id: 'u-1', username: 'dev' }): string {
+  return mintTicket([TICKET_SECRET], user, now).ticket
+}
+
+export interface Frame {
+  type: string
+  [key: string]: unknown
+}
+
+/** A WebSocket terminal client that records every frame and the close. */
+export class TermClient {
+  readonly frames: Frame[] = []
+  output = ''
+  closed: { code: number; reason: string } | null = null
+  readonly opened: Promise<void>
+  readonly #waiters = new Set<() => void>()
+
+  constructor(readonly ws: WebSocket) {
+    this.opened = new Promise((resolve, reject) => {
+      ws.once('open', () => resolve())
+      ws.once('error', reject)
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)))
+    })
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString()) as Frame
+      this.frames.push(frame)
+      if (frame.type === 'output') this.output += frame.data as string
+      this.#wake()
+    })
+    ws.on('close', (code, reason) => {
+      this.closed = { code, reason: reason.toString() }
+      this.#wake()
+    })
+  }
+
+  #wake(): void {
+    for (const waiter of this.#waiters) waiter()
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+  }
+
+  /** Resolve when `test()` holds (checked after every frame), reject after `ms`. */
+  until(test: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
+    if (test()) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!test()) return
+        clearTimeout(timer)
+        this.#waiters.delete(check)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check)
+        reject(new Error(`timed out waiting for ${what}; output tail: ${JSON.stringify(this.output.slice(-300))}`))
+      }, ms)
+      this.#waiters.add(check)
+    })
+  }
+
+  /** The next frame of `type` after index `from`. */
+  async frame(type: string, from = 0, ms?: number): Promise<Frame> {
+    await this.until(() => this.frames.slice(from).some((f) => f.type === type), ms, `a ${type} frame`)
+    return this.frames.slice(from).find((f) => f.type === type)!
+  }
+
+  /** Run a command and return what it printed (between two markers the shell echoes around it). */
+  async run(command: string, ms?: number): Promise<string> {
+    const id = Math.random().toString(36).slice(2)
+    const begin = `<<B${id}>>`
+    const end = `<<E${id}>>`
+    const start = this.output.length
+    // The quotes keep the echoed command line from matching the markers.
+    this.send({ type: 'input', data: `echo '<<B'${id}'>>'; ${command}; echo '<<E'${id}'>>'\r` })
+    await this.until(() => this.output.indexOf(end, start) >= 0, ms, `output of ${command}`)
+    const from = this.output.indexOf(begin, start) + begin.length
+    return this.output.slice(from, this.output.indexOf(end, start)).replace(/^\r?\n/, '')
+  }
+
+  whenClosed(ms?: number): Promise<{ code: number; reason: string }> {
+    return this.until(() => this.closed !== null, ms, 'close').then(() => this.closed!)
+  }
+}
+
+/** Open a terminal WebSocket at the bridge. */
+export async function connect(port: number, options: { ticket?: string; origin?: string; path?: string } = {}): Promise<TermClient> {
+  const query = options.ticket === undefined ? `?ticket=${encodeURIComponent(ticket())}` : options.ticket === '' ? '' : `?ticket=${encodeURIComponent(options.ticket)}`
+  const ws = new WebSocket(`ws://127.0.0.1:${port}${options.path ?? '/ws'}${query}`, { origin: options.origin ?? ORIGIN })
+  const client = new TermClient(ws)
+  await client.opened
+  return client
+}
+
+/** The HTTP status an upgrade attempt is refused with, or 101. */
+export function upgradeStatus(port: number, path: string, origin: string | undefined): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, origin === undefined ? {} : { origin })
+    ws.once('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0)
+      ws.terminate()
+    })
+    ws.once('open', () => {
+      resolve(101)
+      ws.close()
+    })
+    ws.once('error', () => undefined)
+  })
+}

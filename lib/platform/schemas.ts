@@ -22,3 +22,28 @@ export const UsernameBody = Compile(Type.Object({ username: Username }, { additi
 
 /** Bodies of the no-body endpoints (guest, logout): when one is sent it must be a JSON object; its keys are ignored. */
 export const EmptyBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))
+
+// A leaderboard id as Nakama stores it: at most 128 characters (VARCHAR(128)), no control
+// characters. Ids outside this are 400 wherever they appear (body or path); others unknown are 404.
+const LeaderboardId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$' })
+// CONTRACT §3: integers 0..2^53-1 (Nakama stores non-negative int64; JS keeps them exact to here).
+const Score = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+
+/** `POST /api/leaderboards/submit`: metadata must be an object; its size and depth are checked by the route. */
+export const SubmitBody = Compile(
+  Type.Object(
+    { leaderboardId: LeaderboardId, score: Score, subscore: Type.Optional(Score), metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+    { additionalProperties: false },
+  ),
+)
+
+/** The path id of `GET /api/leaderboards/{id}`, held to the same rule as `leaderboardId`. */
+export const LeaderboardIdParam = Compile(LeaderboardId)
+
+/** The query of `GET /api/leaderboards/{id}`: limit 1-100 and an opaque base64url cursor. */
+export const LeaderboardQuery = Compile(
+  Type.Object({
+    limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, pattern: '^[A-Za-z0-9_-]+$' })),
+  }),
+)

@@ -1,0 +1,80 @@
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { withSession } from '../lib/platform/launch-routes.js'
+import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+
+t.test('withSession adds session= to the query of a relative play URL', async (t) => {
+  t.equal(withSession('/play/gravel-golf', 'abc'), '/play/gravel-golf?session=abc')
+  t.equal(withSession('/games/x/index.html?embed=1', 'abc'), '/games/x/index.html?embed=1&session=abc')
+  t.equal(withSession('/games/x/index.html?embed=1&session=old#top', 'a b'), '/games/x/index.html?embed=1&session=a+b#top')
+})
+
+t.test('POST /api/games/{id}/launch', async (t) => {
+  const dataDir = tempDir()
+  const platform = await startPlatform({ dataDir, env: { MANIFESTS_DIR: path.join(ROOT, 'test/fixtures/leaderboards') } })
+  t.teardown(() => platform.stop())
+  const launches = () => {
+    const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true })
+    try {
+      return db.prepare('SELECT session_id, game_id, user_id, launched_at FROM launches ORDER BY launched_at, session_id').all() as {
+        session_id: string; game_id: string; user_id: string; launched_at: number
+      }[]
+    } finally {
+      db.close()
+    }
+  }
+
+  const anon = new Client(platform.url)
+  const noSession = await anon.post('/api/games/fixture-boards/launch')
+  t.equal(noSession.status, 401)
+  t.same(await noSession.json(), { error: 'no session', code: 'NO_SESSION' })
+
+  const client = new Client(platform.url)
+  const user = ((await (await client.post('/api/auth/guest')).json()) as { user: { id: string } }).user
+  const before = Date.now()
+
+  const iframe = await client.post('/api/games/fixture-boards/launch')
+  t.equal(iframe.status, 200)
+  const a = (await iframe.json()) as { success: boolean; session: { id: string; gameId: string; playUrl: string } }
+  t.match(a, { success: true, session: { id: new RegExp(`^${UUID}$`), gameId: 'fixture-boards' } })
+  t.same(Object.keys(a.session).sort(), ['gameId', 'id', 'playUrl'])
+  t.equal(a.session.playUrl, `/games/fixture-boards/index.html?embed=1&session=${a.session.id}`)
+
+  const native = await client.post('/api/games/fixture-native/launch', {})
+  const b = (await native.json()) as { session: { id: string; playUrl: string } }
+  t.equal(native.status, 200, 'a beta game launches, with an empty object body')
+  t.equal(b.session.playUrl, `/play/fixture-native?session=${b.session.id}`)
+  t.not(b.session.id, a.session.id)
+
+  const keysIgnored = await client.post('/api/games/fixture-disabled/launch', { mode: 'solo', x: [1] })
+  t.equal(keysIgnored.status, 200, 'object keys are ignored')
+  const c = (await keysIgnored.json()) as { session: { id: string } }
+
+  const bad: [string, unknown, Record<string, string> | undefined, number, string][] = [
+    ['unknown game', undefined, undefined, 404, 'GAME_NOT_FOUND'],
+    ['array body', [1], undefined, 400, 'VALIDATION_FAILED'],
+    ['string body', '"go"', undefined, 400, 'VALIDATION_FAILED'],
+    ['null body', 'null', undefined, 400, 'VALIDATION_FAILED'],
+    ['number body', '7', undefined, 400, 'VALIDATION_FAILED'],
+    ['malformed body', '{"a":', undefined, 400, 'INVALID_JSON'],
+    ['text body', 'hello', { 'content-type': 'text/plain' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+  ]
+  for (const [name, body, headers, status, code] of bad) {
+    const url = name === 'unknown game' ? '/api/games/no-such-game/launch' : '/api/games/fixture-boards/launch'
+    const res = await client.post(url, body, headers)
+    t.equal(res.status, status, name)
+    t.equal(((await res.json()) as { code: string }).code, code, name)
+  }
+
+  const rows = launches()
+  const byId = (x: string[], y: string[]) => (x[0]! < y[0]! ? -1 : 1)
+  t.same(rows.map((r) => [r.session_id, r.game_id, r.user_id]).sort(byId), [
+    [a.session.id, 'fixture-boards', user.id],
+    [b.session.id, 'fixture-native', user.id],
+    [c.session.id, 'fixture-disabled', user.id],
+  ].sort(byId), 'only the three launches are recorded')
+  for (const r of rows) t.ok(r.launched_at >= before && r.launched_at <= Date.now(), 'launch time recorded')
+})

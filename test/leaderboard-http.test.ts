@@ -1,0 +1,205 @@
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+
+const MANIFESTS_DIR = path.join(ROOT, 'test/fixtures/leaderboards')
+const dataDir = tempDir()
+const platform = await startPlatform({ dataDir, env: { MANIFESTS_DIR } })
+t.teardown(() => platform.stop())
+
+async function guest(): Promise<{ client: Client; id: string; username: string }> {
+  const client = new Client(platform.url)
+  const res = await client.post('/api/auth/guest')
+  const body = (await res.json()) as { user: { id: string; username: string } }
+  return { client, ...body.user }
+}
+
+function storedRow(board: string, owner: string): unknown {
+  const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true })
+  try {
+    return db.prepare('SELECT score, subscore, metadata, num_score, username FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ?').get(board, owner)
+  } finally {
+    db.close()
+  }
+}
+
+async function submit(client: Client, body: unknown) {
+  const res = await client.post('/api/leaderboards/submit', body)
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> }
+}
+
+t.test('every operator x sort order x subscore over HTTP answers the stored record', async (t) => {
+  // [board, writes as [score, subscore | undefined], stored pair after each write]
+  type Row = [string, [number, number | undefined][], [number, number][]]
+  const table: Row[] = [
+    ['fx-best-desc', [[100, 5], [90, 9], [110, undefined], [100, 0]], [[100, 5], [100, 9], [110, 9], [110, 9]]],
+    ['fx-best-asc', [[100, 5], [90, 9], [110, 1], [100, undefined]], [[100, 5], [90, 5], [90, 1], [90, 0]]],
+    ['fx-set-desc', [[100, 5], [90, undefined], [90, 0], [7, 7]], [[100, 5], [90, 0], [90, 0], [7, 7]]],
+    ['fx-set-asc', [[100, undefined], [120, 3], [120, 3], [5, 0]], [[100, 0], [120, 3], [120, 3], [5, 0]]],
+    ['fx-incr-desc', [[100, 5], [10, 1], [0, undefined], [0, 4]], [[100, 5], [110, 6], [110, 6], [110, 10]]],
+    ['fx-incr-asc', [[3, undefined], [4, 2], [0, 0], [1, undefined]], [[3, 0], [7, 2], [7, 2], [8, 2]]],
+  ]
+  for (const [board, writes, stored] of table) {
+    const user = await guest()
+    for (let i = 0; i < writes.length; i++) {
+      const [score, subscore] = writes[i]!
+      const res = await submit(user.client, subscore === undefined ? { leaderboardId: board, score } : { leaderboardId: board, score, subscore })
+      const [wantScore, wantSub] = stored[i]!
+      t.same(res, {
+        status: 200,
+        headers: res.headers,
+        body: { success: true, record: { leaderboard_id: board, owner_id: user.id, username: user.username, score: wantScore, subscore: wantSub, rank: 1 } },
+      }, `${board} write ${i}`)
+    }
+  }
+})
+
+t.test('ranks with ties and pages that cover every record once', async (t) => {
+  const users = await Promise.all(Array.from({ length: 23 }, () => guest()))
+  await Promise.all(users.map((u, i) => submit(u.client, { leaderboardId: 'fx-set-asc', score: 1000 + (i % 4), subscore: i % 2 })))
+  const want = users
+    .map((u, i) => ({ owner_id: u.id, username: u.username, score: 1000 + (i % 4), subscore: i % 2 }))
+    // other tests write to this board too, but never at 1000 or above
+    .sort((a, b) => a.score - b.score || a.subscore - b.subscore || (a.owner_id < b.owner_id ? -1 : 1))
+  const seen: unknown[] = []
+  let cursor: string | null = null
+  let pages = 0
+  do {
+    const res: Response = await users[0]!.client.get(`/api/leaderboards/fx-set-asc?limit=5${cursor ? `&cursor=${cursor}` : ''}`)
+    t.equal(res.status, 200)
+    t.equal(res.headers.get('cache-control'), 'no-store')
+    const body = (await res.json()) as { success: boolean; records: { rank: number }[]; nextCursor: string | null; ownRecord: { rank: number } | null }
+    t.equal(body.success, true)
+    t.ok(body.records.length <= 5)
+    seen.push(...body.records)
+    t.match(body.ownRecord, { owner_id: users[0]!.id, score: 1000, subscore: 0 })
+    cursor = body.nextCursor
+    pages++
+  } while (cursor !== null)
+  const ours = seen.filter((r) => (r as { score: number }).score >= 1000)
+  const ranked = ours.map((r, i) => ({ ...(r as object), rank: (seen.length - ours.length) + i + 1 }))
+  t.same(ours, ranked, 'ranks are consecutive')
+  t.same(ours.map((r) => { const { rank, ...rest } = r as { rank: number }; void rank; return rest }), want, 'rank order: score, subscore, owner id')
+  t.equal(pages, Math.ceil(seen.length / 5))
+  const own = ours.find((r) => (r as { owner_id: string }).owner_id === users[0]!.id) as { rank: number }
+  const again = await submit(users[0]!.client, { leaderboardId: 'fx-set-asc', score: 1000, subscore: 0 })
+  t.equal((again.body.record as { rank: number }).rank, own.rank, 'a no-op write answers the same rank')
+})
+
+t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async (t) => {
+  const anon = new Client(platform.url)
+  const res = await anon.get('/api/leaderboards/fx-incr-desc')
+  t.equal(res.status, 200)
+  const body = (await res.json()) as { records: unknown[]; nextCursor: unknown; ownRecord: unknown }
+  t.equal(body.ownRecord, null, 'no ownRecord without a session')
+  const fresh = await guest()
+  const signedIn = (await (await fresh.client.get('/api/leaderboards/fx-incr-desc')).json()) as { ownRecord: unknown }
+  t.equal(signedIn.ownRecord, null, 'no ownRecord when not ranked')
+  const cases: [string, number, string][] = [
+    ['/api/leaderboards/fx-incr-desc?limit=0', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=101', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=abc', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=1.5', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=-1', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?cursor=!!', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?cursor=eyJsIjoiZngtaW5jci1kZXNjIn0', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/nope', 404, 'LEADERBOARD_NOT_FOUND'],
+    ['/api/leaderboards/fixture-disabled', 404, 'LEADERBOARD_NOT_FOUND'],
+    [`/api/leaderboards/${'x'.repeat(129)}`, 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx%01best', 400, 'VALIDATION_FAILED'],
+  ]
+  for (const [url, status, code] of cases) {
+    const r = await anon.get(url)
+    const b = (await r.json()) as { code: string; error: string }
+    t.equal(r.status, status, url)
+    t.equal(b.code, code, url)
+    t.type(b.error, 'string')
+  }
+  const cursorFromOtherBoard = await (async () => {
+    const users = await Promise.all([guest(), guest()])
+    for (const u of users) await submit(u.client, { leaderboardId: 'fx-daily', score: 5 })
+    const page = (await (await anon.get('/api/leaderboards/fx-daily?limit=1')).json()) as { nextCursor: string }
+    return page.nextCursor
+  })()
+  t.type(cursorFromOtherBoard, 'string')
+  t.equal((await anon.get(`/api/leaderboards/fx-incr-desc?cursor=${cursorFromOtherBoard}`)).status, 400, 'a cursor of another board')
+})
+
+t.test('bad submissions answer the contract error and change nothing', async (t) => {
+  const user = await guest()
+  const board = 'fx-best-desc'
+  const ok = await submit(user.client, { leaderboardId: board, score: 50, subscore: 5, metadata: { lap: 1 } })
+  t.equal(ok.status, 200)
+  const before = storedRow(board, user.id)
+  const deep = (n: number): unknown => (n === 0 ? 1 : { a: deep(n - 1) })
+  const cases: [string, unknown, number, string][] = [
+    ['fractional score', { leaderboardId: board, score: 60.5 }, 400, 'VALIDATION_FAILED'],
+    ['negative score', { leaderboardId: board, score: -60 }, 400, 'VALIDATION_FAILED'],
+    ['string score', { leaderboardId: board, score: '60' }, 400, 'VALIDATION_FAILED'],
+    ['NaN-like score', { leaderboardId: board, score: 'NaN' }, 400, 'VALIDATION_FAILED'],
+    ['null score', { leaderboardId: board, score: null }, 400, 'VALIDATION_FAILED'],
+    ['missing score', { leaderboardId: board }, 400, 'VALIDATION_FAILED'],
+    ['score 2^53', { leaderboardId: board, score: 2 ** 53 }, 400, 'VALIDATION_FAILED'],
+    ['score 1e300', `{"leaderboardId":"${board}","score":1e300}`, 400, 'VALIDATION_FAILED'],
+    ['score NaN literal', `{"leaderboardId":"${board}","score":NaN}`, 400, 'INVALID_JSON'],
+    ['fractional subscore', { leaderboardId: board, score: 60, subscore: 0.5 }, 400, 'VALIDATION_FAILED'],
+    ['negative subscore', { leaderboardId: board, score: 60, subscore: -1 }, 400, 'VALIDATION_FAILED'],
+    ['subscore beyond 2^53-1', `{"leaderboardId":"${board}","score":60,"subscore":9007199254740993}`, 400, 'VALIDATION_FAILED'],
+    ['metadata array', { leaderboardId: board, score: 60, metadata: [1] }, 400, 'VALIDATION_FAILED'],
+    ['metadata string', { leaderboardId: board, score: 60, metadata: '{}' }, 400, 'VALIDATION_FAILED'],
+    ['metadata null', { leaderboardId: board, score: 60, metadata: null }, 400, 'VALIDATION_FAILED'],
+    ['metadata over 2 KiB', { leaderboardId: board, score: 60, metadata: { s: 'x'.repeat(2041) } }, 400, 'VALIDATION_FAILED'],
+    ['metadata over 2 KiB in UTF-8', { leaderboardId: board, score: 60, metadata: { s: 'é'.repeat(1021) } }, 400, 'VALIDATION_FAILED'],
+    ['metadata nested 33 deep', { leaderboardId: board, score: 60, metadata: deep(33) }, 400, 'VALIDATION_FAILED'],
+    ['metadata nested 5000 deep', `{"leaderboardId":"${board}","score":60,"metadata":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`, 400, 'VALIDATION_FAILED'],
+    ['extra property', { leaderboardId: board, score: 60, extra: 1 }, 400, 'VALIDATION_FAILED'],
+    ['array body', [board, 60], 400, 'VALIDATION_FAILED'],
+    ['malformed JSON', '{"leaderboardId":', 400, 'INVALID_JSON'],
+    ['unknown leaderboard', { leaderboardId: 'nope', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['leaderboard of a disabled game', { leaderboardId: 'fixture-disabled', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['id over 128 characters', { leaderboardId: 'x'.repeat(129), score: 60 }, 400, 'VALIDATION_FAILED'],
+    ['id with a control character', { leaderboardId: 'fx-best-desc\u0000', score: 60 }, 400, 'VALIDATION_FAILED'],
+    ['empty id', { leaderboardId: '', score: 60 }, 400, 'VALIDATION_FAILED'],
+  ]
+  for (const [name, body, status, code] of cases) {
+    const res = await submit(user.client, body)
+    t.equal(res.status, status, name)
+    t.equal(res.body.code, code, name)
+  }
+  const text = await user.client.post('/api/leaderboards/submit', 'score=60', { 'content-type': 'text/plain' })
+  t.equal(text.status, 415)
+  t.same(await text.json(), { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' })
+  t.same(storedRow(board, user.id), before, 'nothing changed')
+  // Exactly 2 KiB and 32 levels are accepted.
+  const edge = await submit(user.client, { leaderboardId: board, score: 60, metadata: { s: 'x'.repeat(2040) } })
+  t.equal(edge.status, 200)
+  const nested = await submit(user.client, { leaderboardId: board, score: 61, metadata: deep(31) })
+  t.equal(nested.status, 200)
+})
+
+t.test('__proto__ and constructor keys are stored as data', async (t) => {
+  const user = await guest()
+  const raw = '{"leaderboardId":"fx-set-desc","score":3,"metadata":{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}}'
+  const res = await submit(user.client, raw)
+  t.equal(res.status, 200)
+  t.same(storedRow('fx-set-desc', user.id), {
+    score: 3, subscore: 0, num_score: 1, username: user.username,
+    metadata: '{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}',
+  })
+  t.equal(({} as Record<string, unknown>).polluted, undefined)
+})
+
+t.test('submit needs a session; floods get 429 with Retry-After', async (t) => {
+  const anon = new Client(platform.url)
+  t.same(await submit(anon, { leaderboardId: 'fx-best-desc', score: 1 }).then((r) => [r.status, r.body]), [401, { error: 'no session', code: 'NO_SESSION' }])
+  const user = await guest()
+  const results = await Promise.all(Array.from({ length: 80 }, (_, i) => submit(user.client, { leaderboardId: 'fx-incr-desc', score: 1 }).then((r) => ({ ...r, i }))))
+  const limited = results.filter((r) => r.status === 429)
+  const accepted = results.filter((r) => r.status === 200)
+  t.ok(limited.length >= 1, `some were limited (${limited.length})`)
+  t.ok(accepted.length >= 40, `the burst was accepted (${accepted.length})`)
+  t.same(limited[0]!.body, { error: 'too many submissions', code: 'RATE_LIMITED' })
+  t.match(limited[0]!.headers.get('retry-after'), /^[1-9][0-9]*$/)
+  t.match(storedRow('fx-incr-desc', user.id), { score: accepted.length, num_score: accepted.length }, 'only accepted submissions count')
+})

@@ -2,21 +2,24 @@ import t from 'tap'
 import { execFileSync, execSync, spawnSync } from 'node:child_process'
 import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { PLATFORM_JS, ROOT, tempDir, startPlatform } from './helpers/platform.js'
+import os from 'node:os'
+import { ROOT, tempDir, startPlatform } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
+import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser } from './helpers/terminal.js'
 import {
-  INSTALL_DIR, exposure, localUnitText, parseUnit, timeSpanMs, unitEnvironment, unitText, verifyUnit,
+  INSTALL_DIR, exposure, localUnitText, parseUnit, serviceValue, timeSpanMs, unitEnvironment, unitLaunch,
+  unitText, verifyUnit,
 } from './helpers/units.js'
 
 const UNITS = ['playfield.service', 'playfield-terminal.service'] as const
 const platformUnit = parseUnit(unitText('playfield.service'))
 const terminalUnit = parseUnit(unitText('playfield-terminal.service'))
 
-/** The single value of `key` in [Service]. */
-function service(unit: typeof platformUnit, key: string): string | undefined {
-  const values = unit.Service?.[key]
-  return values?.[values.length - 1]
-}
+const ROOT_USER = process.getuid?.() === 0
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
+const uidOf = (name: string) => Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }))
+const gidOf = (name: string) => Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }))
+const homeOf = (name: string) => execFileSync('getent', ['passwd', name], { encoding: 'utf8' }).split(':')[5]!
 
 for (const name of UNITS) {
   t.test(`systemd-analyze verify accepts ${name} with no warning`, async (t) => {
@@ -30,14 +33,14 @@ for (const name of UNITS) {
 
   t.test(`${name}: ExecStart is a bin/ executable of the checkout and other paths agree`, async (t) => {
     const unit = parseUnit(unitText(name))
-    const execStart = service(unit, 'ExecStart')!
+    const execStart = serviceValue(unit, 'ExecStart')!
     t.match(execStart, new RegExp(`^${INSTALL_DIR}/bin/`))
     const local = execStart.replace(INSTALL_DIR, ROOT)
     t.doesNotThrow(() => accessSync(local, constants.X_OK), `${local} is executable`)
-    t.equal(service(unit, 'Restart'), 'on-failure')
+    t.equal(serviceValue(unit, 'Restart'), 'on-failure')
     t.same(unit.Service!.EnvironmentFile!.slice(0, 1), ['/etc/playfield/playfield.env'], 'the shared environment file, required')
-    t.equal(service(unit, 'Type'), 'exec')
-    t.ok(service(unit, 'SyslogIdentifier'), 'journal lines carry a name')
+    t.equal(serviceValue(unit, 'Type'), 'exec')
+    t.ok(serviceValue(unit, 'SyslogIdentifier'), 'journal lines carry a name')
   })
 
   t.test(`${name} is hardened`, async (t) => {
@@ -61,36 +64,36 @@ for (const name of UNITS) {
       SystemCallArchitectures: 'native',
       UMask: '0077',
     }
-    for (const [key, value] of Object.entries(expect)) t.equal(service(unit, key), value, `${key}=${value}`)
+    for (const [key, value] of Object.entries(expect)) t.equal(serviceValue(unit, key), value, `${key}=${value}`)
     t.equal(unit.Service!.SystemCallFilter![0], '@system-service')
-    t.equal(service(unit, 'MemoryDenyWriteExecute'), undefined, 'not set: the V8 JIT needs W+X memory')
-    t.notMatch(service(unit, 'User'), /^(root|0)?$/, 'never root')
+    t.equal(serviceValue(unit, 'MemoryDenyWriteExecute'), undefined, 'not set: the V8 JIT needs W+X memory')
+    t.notMatch(serviceValue(unit, 'User'), /^(root|0)?$/, 'never root')
   })
 }
 
 t.test('playfield.service: system account, writable DATA_DIR only, reload by SIGHUP, stop after the grace', async (t) => {
-  t.equal(service(platformUnit, 'User'), 'playfield')
+  t.equal(serviceValue(platformUnit, 'User'), 'playfield')
   const env = unitEnvironment(platformUnit)
   t.equal(env.DATA_DIR, '/var/lib/playfield')
-  t.equal(service(platformUnit, 'StateDirectory'), 'playfield', 'systemd creates DATA_DIR for the account')
-  t.equal(service(platformUnit, 'ReadWritePaths'), env.DATA_DIR)
-  t.equal(service(platformUnit, 'ExecReload'), '/bin/kill -HUP $MAINPID')
+  t.equal(serviceValue(platformUnit, 'StateDirectory'), 'playfield', 'systemd creates DATA_DIR for the account')
+  t.equal(serviceValue(platformUnit, 'ReadWritePaths'), env.DATA_DIR)
+  t.equal(serviceValue(platformUnit, 'ExecReload'), '/bin/kill -HUP $MAINPID')
   t.match(platformUnit.Service!.SystemCallFilter, ['@system-service', '~@privileged @resources'])
-  t.equal(service(platformUnit, 'IPAddressDeny'), 'any')
+  t.equal(serviceValue(platformUnit, 'IPAddressDeny'), 'any')
   // bin/platform.ts allows in-flight requests 9 s after SIGTERM; systemd must wait longer.
   const grace = Number(/SHUTDOWN_GRACE_MS = ([\d_]+)/.exec(readFileSync(`${ROOT}/bin/platform.ts`, 'utf8'))![1]!.replace(/_/g, ''))
-  t.ok(timeSpanMs(service(platformUnit, 'TimeoutStopSec')!) > grace, 'TimeoutStopSec above the shutdown grace')
+  t.ok(timeSpanMs(serviceValue(platformUnit, 'TimeoutStopSec')!) > grace, 'TimeoutStopSec above the shutdown grace')
 })
 
 t.test('playfield-terminal.service: runs as the shell account, ends its shells itself', async (t) => {
-  t.equal(service(terminalUnit, 'User'), 'playfield-shell')
+  t.equal(serviceValue(terminalUnit, 'User'), 'playfield-shell')
   t.notOk('TERMINAL_USER' in unitEnvironment(terminalUnit), 'a non-root bridge runs shells as itself')
   t.equal(unitEnvironment(terminalUnit).SHELL, '/bin/bash', 'not the account\'s nologin')
-  t.equal(service(terminalUnit, 'KillMode'), 'mixed')
+  t.equal(serviceValue(terminalUnit, 'KillMode'), 'mixed')
   // The bridge exits within 5 s of SIGTERM (CONTRACT section 6).
-  t.ok(timeSpanMs(service(terminalUnit, 'TimeoutStopSec')!) > 5000)
-  t.equal(service(terminalUnit, 'StateDirectory'), 'playfield-shell', 'the shell account\'s writable home')
-  t.equal(service(terminalUnit, 'WorkingDirectory'), '/var/lib/playfield-shell')
+  t.ok(timeSpanMs(serviceValue(terminalUnit, 'TimeoutStopSec')!) > 5000)
+  t.equal(serviceValue(terminalUnit, 'StateDirectory'), 'playfield-shell', 'the shell account\'s writable home')
+  t.equal(serviceValue(terminalUnit, 'WorkingDirectory'), '/var/lib/playfield-shell')
 })
 
 t.test('systemd-analyze security: exposure of each unit', async (t) => {
@@ -105,37 +108,23 @@ t.test('systemd-analyze security: exposure of each unit', async (t) => {
   }
 })
 
-// Run the platform the way its unit does, as far as a test can without systemd: the ExecStart
-// wrapper from WorkingDirectory, the unit's Environment=, umask 0077, no new privileges, no
-// capabilities, and (when the test runs as root) as an unprivileged account.
+// Run each process the way its unit does, as far as a test can without systemd (unitLaunch).
 t.test('the platform runs as its unit starts it, reloads on ExecReload and stops within TimeoutStopSec', async (t) => {
-  // As root, switch to nobody, unless the checkout is out of nobody's reach (a clone under
-  // /root): then the process keeps uid 0 but still loses every capability.
-  const root = process.getuid?.() === 0
-  const nobody = root ? Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })) : -1
-  const nogroup = root ? Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })) : -1
-  const asNobody = ['--reuid', String(nobody), '--regid', String(nogroup), '--clear-groups']
-  const reachable = root && spawnSync('setpriv', [...asNobody, 'test', '-r', PLATFORM_JS]).status === 0
-  if (root && !reachable) t.comment(`${ROOT} is not readable by nobody: running as uid 0 without capabilities`)
   const dataDir = tempDir('playfield-unit-data-')
-  if (reachable) chownSync(dataDir, nobody, nogroup)
-  const drop = [
-    ...(reachable ? asNobody : []),
-    ...(root ? ['--bounding-set=-all', '--inh-caps=-all'] : []),
-  ]
-  const execStart = service(platformUnit, 'ExecStart')!.replace(INSTALL_DIR, ROOT)
-  const env = unitEnvironment(platformUnit)
+  const launch = unitLaunch(platformUnit, 'nobody')
+  if (!launch.asAccount) t.comment('not running as nobody (not root, or the checkout is out of its reach)')
+  if (launch.asAccount) chownSync(dataDir, uidOf('nobody'), gidOf('nobody'))
   const platform = await startPlatform({
-    command: ['/bin/sh', '-c', `umask ${service(platformUnit, 'UMask')} && exec "$@"`, 'sh', 'setpriv', '--no-new-privs', ...drop, '--', execStart],
-    cwd: service(platformUnit, 'WorkingDirectory')!.replace(INSTALL_DIR, ROOT),
+    command: launch.command,
+    cwd: launch.cwd,
     dataDir,
-    env: { ...env, DATA_DIR: dataDir, MANIFESTS_DIR: env.MANIFESTS_DIR!.replace(INSTALL_DIR, ROOT), HOME: '/nonexistent' },
+    env: { ...launch.env, DATA_DIR: dataDir, HOME: '/nonexistent' },
   })
   t.teardown(() => platform.stop('SIGKILL'))
   const status = readFileSync(`/proc/${platform.child.pid}/status`, 'utf8')
   t.match(status, /NoNewPrivs:\s+1/)
-  if (reachable) t.match(status, new RegExp(`\\nUid:\\s+${nobody}\\s`), 'runs as an unprivileged account')
-  if (root) t.match(status, /CapBnd:\s+0+\n/, 'no capabilities')
+  if (launch.asAccount) t.match(status, new RegExp(`\\nUid:\\s+${uidOf('nobody')}\\s`), 'runs as an unprivileged account')
+  if (ROOT_USER) t.match(status, /CapBnd:\s+0+\n/, 'no capabilities')
 
   const guest = await request('POST', `${platform.url}/api/auth/guest`)
   t.equal(guest.status, 200, 'signs in a guest: DATA_DIR is writable')
@@ -146,16 +135,66 @@ t.test('the platform runs as its unit starts it, reloads on ExecReload and stops
     t.equal(mode & 0o077, 0, `${entry.name} (${mode.toString(8)}) is private to the account`)
   }
 
-  const reload = service(platformUnit, 'ExecReload')!.replace('$MAINPID', String(platform.child.pid))
+  const reload = serviceValue(platformUnit, 'ExecReload')!.replace('$MAINPID', String(platform.child.pid))
   execSync(reload)
-  for (let i = 0; i < 100 && !platform.logs.some((l) => l.event === 'catalogue.reloaded'); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 100 && !platform.logs.some((l) => l.event === 'catalogue.reloaded'); i++) await sleep(20)
   t.ok(platform.logs.some((l) => l.event === 'catalogue.reloaded'), 'ExecReload reloads the catalogue')
   t.equal((await request('GET', `${platform.url}/api/games`)).status, 200, 'still serving after the reload')
 
-  const limit = timeSpanMs(service(platformUnit, 'TimeoutStopSec')!)
   const stopped = await Promise.race([
-    platform.stop(service(platformUnit, 'KillSignal') as NodeJS.Signals),
-    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), limit).unref()),
+    platform.stop(serviceValue(platformUnit, 'KillSignal') as NodeJS.Signals),
+    sleep(timeSpanMs(serviceValue(platformUnit, 'TimeoutStopSec')!)).then(() => 'timeout'),
   ])
   t.same(stopped, { code: 0, signal: null }, 'exits 0 on SIGTERM before systemd would SIGKILL')
+})
+
+t.test('ExecStartPre of the terminal unit refuses to start without the shared ticket secret', async (t) => {
+  const pre = /^\/bin\/sh -c '(.*)'$/.exec(serviceValue(terminalUnit, 'ExecStartPre')!)
+  t.ok(pre, 'a shell one-liner')
+  // systemd turns $$ into $ before running it.
+  const script = pre![1]!.replaceAll('$$', '$')
+  const missing = spawnSync('/bin/sh', ['-c', script], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
+  t.equal(missing.status, 2)
+  t.equal(missing.stderr, 'config: TERMINAL_TICKET_SECRET: missing; set it in /etc/playfield/playfield.env, shared with the platform\n')
+  const present = spawnSync('/bin/sh', ['-c', script], { env: { PATH: process.env.PATH, TERMINAL_TICKET_SECRET: TICKET_SECRET }, encoding: 'utf8' })
+  t.equal(present.status, 0)
+  t.equal(present.stderr, '')
+})
+
+t.test('the bridge runs as its unit starts it: shells run as the shell account, SIGTERM ends them in time', async (t) => {
+  ensureShellUser()
+  const launch = unitLaunch(terminalUnit, SHELL_USER, { '/var/lib/playfield-shell': ROOT_USER ? homeOf(SHELL_USER) : os.homedir() })
+  const account = launch.asAccount ? SHELL_USER : os.userInfo().username
+  if (!launch.asAccount) t.comment(`not running as ${SHELL_USER} (not root, or the checkout is out of its reach)`)
+  if (!launch.asAccount && ROOT_USER) {
+    // As root without the account, the bridge would be a root bridge without TERMINAL_USER: exit 2.
+    t.comment(`the checkout is out of ${SHELL_USER}'s reach: cannot run the bridge as the unit does`)
+    return
+  }
+  const bridge = await startPlatform({
+    command: launch.command,
+    cwd: launch.cwd,
+    readyEvent: 'bridge.listening',
+    env: { ...launch.env, HOME: launch.cwd, TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN },
+  })
+  t.teardown(() => bridge.stop('SIGKILL'))
+  t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { shellUser: account })
+  const status = readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
+  t.match(status, /NoNewPrivs:\s+1/)
+
+  const term = await connect(bridge.port)
+  term.send({ type: 'create', cols: 80, rows: 24 })
+  const created = await term.frame('created')
+  t.match(await term.run('id -un'), new RegExp(`^${account}\\r?\\n`), 'the shell runs as the account')
+  t.match(await term.run('pwd'), new RegExp(`^${launch.cwd}\\r?\\n`), 'in its home')
+  t.match(await term.run('touch ~/.unit-test && echo WROTE'), /^WROTE/, 'which it can write')
+  t.match(await term.run('umask'), /^0077/, 'with the unit\'s umask')
+
+  const stopped = Promise.race([
+    bridge.stop(serviceValue(terminalUnit, 'KillSignal') as NodeJS.Signals),
+    sleep(timeSpanMs(serviceValue(terminalUnit, 'TimeoutStopSec')!)).then(() => 'timeout'),
+  ])
+  t.same((await term.whenClosed()).code, 1001, 'clients are told the bridge is going away')
+  t.same(await stopped, { code: 0, signal: null }, 'exits 0 before systemd would SIGKILL the rest')
+  t.throws(() => process.kill(created.pid as number, 0), { code: 'ESRCH' }, 'the shell is gone')
 })

@@ -73,3 +73,47 @@ export function exposure(file: string): number {
   if (!m) throw new Error(`no exposure level in:\n${out}`)
   return Number(m[1])
 }
+
+/** The last value of `key` in the unit's [Service] section. */
+export function serviceValue(unit: Unit, key: string): string | undefined {
+  const values = unit.Service?.[key]
+  return values?.[values.length - 1]
+}
+
+export interface UnitLaunch {
+  /** For startPlatform's `command`: umask, then setpriv dropping what the unit drops, then ExecStart. */
+  command: string[]
+  cwd: string
+  /** The unit's Environment=, with paths moved. */
+  env: Record<string, string>
+  /** True when the process runs as `account` (the test runs as root and the checkout is readable to it). */
+  asAccount: boolean
+}
+
+/**
+ * Start a unit's ExecStart as far as a test can without systemd: from its WorkingDirectory, with
+ * its Environment= and UMask=, no new privileges, no capabilities (as root) and, as root, as
+ * `account`, unless the checkout is out of that account's reach (a clone under /root), when it
+ * keeps uid 0 without capabilities. `/opt/playfield` becomes the checkout; `moved` maps other
+ * absolute paths of the unit to test ones.
+ */
+export function unitLaunch(unit: Unit, account: string, moved: Record<string, string> = {}): UnitLaunch {
+  const move = (value: string): string => {
+    let out = value.replaceAll(INSTALL_DIR, ROOT)
+    for (const [from, to] of Object.entries(moved)) out = out.replaceAll(from, to)
+    return out
+  }
+  const root = process.getuid?.() === 0
+  const asUser = root ? ['--reuid', account, '--regid', execFileSync('id', ['-g', account], { encoding: 'utf8' }).trim(), '--init-groups'] : []
+  const execStart = move(serviceValue(unit, 'ExecStart')!)
+  const asAccount = root && spawnSync('setpriv', [...asUser, 'test', '-x', execStart]).status === 0 &&
+    spawnSync('setpriv', [...asUser, 'test', '-r', path.join(ROOT, 'dist/bin/platform.js')]).status === 0
+  const drop = [...(asAccount ? asUser : []), ...(root ? ['--bounding-set=-all', '--inh-caps=-all'] : [])]
+  const env = Object.fromEntries(Object.entries(unitEnvironment(unit)).map(([k, v]) => [k, move(v)]))
+  return {
+    command: ['/bin/sh', '-c', `umask ${serviceValue(unit, 'UMask')} && exec "$@"`, 'sh', 'setpriv', '--no-new-privs', ...drop, '--', execStart],
+    cwd: move(serviceValue(unit, 'WorkingDirectory')!),
+    env,
+    asAccount,
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * npm run bench:catalogue — GET /api/games on the platform against the practical limit: a minimal
+ * node:http server writing the same pre-serialized bytes, measured interleaved in one run with wrk
+ * (50 connections), identity and gzip, several rounds; prints medians and the ratio ours/limit
+ * (target >= 0.90). Then start-up to first answer with 1,000 generated manifests (target <= 1 s).
+ * Loopback figures swing from run to run; only the ratios mean anything.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const CONNECTIONS = 50
+const GENERATED = 1000
+const run = promisify(execFile)
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'playfield-bench-'))
+const children: ChildProcess[] = []
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGKILL')
+  rmSync(tmp, { recursive: true, force: true })
+})
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** GET returning the raw bytes (no decompression). */
+function getRaw(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+    }).on('error', reject)
+  })
+}
+
+/** Poll until the URL answers 200; resolves with the time it took from `since`. */
+async function firstAnswer(url: string, since: number, child: ChildProcess): Promise<number> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`process exited ${child.exitCode} before answering`)
+    const answered = await getRaw(url).then((r) => r.status === 200, () => false)
+    if (answered) return performance.now() - since
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+/** Start the platform with stdout (the access log) to /dev/null, as a journal would take it away. */
+async function startPlatform(manifestsDir: string): Promise<{ child: ChildProcess; url: string; ms: number }> {
+  const port = await freePort()
+  const dataDir = mkdtempSync(path.join(tmp, 'data-'))
+  const started = performance.now()
+  const child = spawn(process.execPath, [PLATFORM_JS], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, PORT: String(port), DATA_DIR: dataDir, MANIFESTS_DIR: manifestsDir },
+    stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
+  })
+  children.push(child)
+  const url = `http://127.0.0.1:${port}/api/games`
+  return { child, url, ms: await firstAnswer(url, started, child) }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  await exited
+}
+
+interface Sample {
+  rps: number
+  p99ms: number
+}
+
+/** One wrk load; parses Requests/sec and the 99% latency of --latency. */
+async function wrk(url: string, gzip: boolean): Promise<Sample> {
+  const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(gzip ? ['-H', 'Accept-Encoding: gzip'] : []), url]
+  const { stdout } = await run('wrk', args)
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1])
+  const [, value, unit] = /99%\s+([\d.]+)(us|ms|s)/.exec(stdout) ?? []
+  const p99ms = Number(value) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1)
+  if (!(rps > 0) || /Non-2xx|Socket errors/.test(stdout)) throw new Error(`wrk output not understood:\n${stdout}`)
+  return { rps, p99ms }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+/** 1,000 valid manifests, each with its own two leaderboards, from one repository manifest. */
+function generateManifests(): string {
+  const dir = path.join(tmp, 'manifests')
+  mkdirSync(dir)
+  const template = JSON.parse(readFileSync(path.join(ROOT, 'manifests/lantern-drift.json'), 'utf8'))
+  for (let i = 0; i < GENERATED; i++) {
+    const id = `generated-${i}`
+    const ids = [`${id}-lap`, `${id}-score`]
+    const [lap, score] = Object.values(template.leaderboards.configs)
+    const game = { ...template, id, title: `Generated game ${i}`, playUrl: `/games/${id}/index.html?embed=1`, leaderboards: { default: ids[0], ids, configs: { [ids[0]!]: lap, [ids[1]!]: score } } }
+    writeFileSync(path.join(dir, `${id}.json`), JSON.stringify(game, null, 2))
+  }
+  return dir
+}
+
+async function main(): Promise<void> {
+  const ours = await startPlatform(path.join(ROOT, 'manifests'))
+  const identity = await getRaw(ours.url)
+  const gzip = await getRaw(ours.url, { 'accept-encoding': 'gzip' })
+  writeFileSync(path.join(tmp, 'identity'), identity.body)
+  writeFileSync(path.join(tmp, 'gzip'), gzip.body)
+  const limitPort = await freePort()
+  const limit = spawn(process.execPath, [fileURLToPath(import.meta.url), '--limit', path.join(tmp, 'identity'), path.join(tmp, 'gzip'), String(limitPort)], { stdio: 'inherit' })
+  children.push(limit)
+  const limitUrl = `http://127.0.0.1:${limitPort}/api/games`
+  await firstAnswer(limitUrl, performance.now(), limit)
+  console.log(`GET /api/games: ${identity.body.length} B identity, ${gzip.body.length} B gzip; wrk -t1 -c${CONNECTIONS}, ${SECONDS} s loads, ${ROUNDS} rounds`)
+
+  const samples: Record<string, Sample[]> = {}
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const encoding of ['identity', 'gzip']) {
+      // Alternate which server goes first, so neither always gets the warmer machine.
+      const order = round % 2 === 0 ? ['ours', 'limit'] : ['limit', 'ours']
+      for (const who of order) {
+        const sample = await wrk(who === 'ours' ? ours.url : limitUrl, encoding === 'gzip')
+        ;(samples[`${who} ${encoding}`] ??= []).push(sample)
+        console.log(`  round ${round + 1} ${who.padEnd(5)} ${encoding.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p99 ${sample.p99ms.toFixed(2)} ms`)
+      }
+    }
+  }
+  await stop(ours.child)
+  await stop(limit)
+
+  console.log('\nmedians            req/s     p99 ms   ratio ours/limit (target >= 0.90)')
+  for (const encoding of ['identity', 'gzip']) {
+    const o = samples[`ours ${encoding}`]!
+    const l = samples[`limit ${encoding}`]!
+    const [orps, lrps] = [median(o.map((s) => s.rps)), median(l.map((s) => s.rps))]
+    console.log(`  ours  ${encoding.padEnd(8)} ${orps.toFixed(0).padStart(7)}   ${median(o.map((s) => s.p99ms)).toFixed(2).padStart(6)}`)
+    console.log(`  limit ${encoding.padEnd(8)} ${lrps.toFixed(0).padStart(7)}   ${median(l.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${(orps / lrps).toFixed(3)}`)
+  }
+
+  const dir = generateManifests()
+  const starts: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const started = await startPlatform(dir)
+    starts.push(started.ms)
+    await stop(started.child)
+  }
+  console.log(`\nstart-up to first answer with ${GENERATED} manifests: median ${median(starts).toFixed(0)} ms of ${starts.map((s) => s.toFixed(0)).join(', ')} (target <= 1000 ms)`)
+}
+
+// Run as `catalogue.js --limit <identity file> <gzip file> <port>`: the limit server itself.
+if (process.argv[2] === '--limit') {
+  const [identity, gzip] = [readFileSync(process.argv[3]!), readFileSync(process.argv[4]!)]
+  http
+    .createServer((req, res) => {
+      const gz = /gzip/.test(req.headers['accept-encoding'] ?? '')
+      const body = gz ? gzip : identity
+      const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }
+      if (gz) headers['content-encoding'] = 'gzip'
+      res.writeHead(200, headers).end(body)
+    })
+    .listen(Number(process.argv[5]), '127.0.0.1')
+} else {
+  await main()
+}

@@ -1,0 +1,206 @@
+import t, { type Test } from 'tap'
+import { randomBytes } from 'node:crypto'
+import { loadPlatformConfig } from '../lib/config.js'
+import { HttpError } from '../lib/http/errors.js'
+import { RENAME_RULE } from '../lib/limiter.js'
+import type { Backend } from '../lib/backend/backend.js'
+import { createNakamaBackend } from '../lib/backend/nakama/index.js'
+import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+
+// The Nakama backend called in-process against a fake Nakama, or the real one named by NAKAMA_URL,
+// NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY. Names are random so a real server can be reused.
+
+const nakama = await testNakama()
+const fake = nakama.fake
+t.teardown(() => fake?.close())
+const onFake = { skip: fake ? false : 'needs the fake Nakama' }
+
+function backend(options: { timeoutMs?: number } = {}): Backend {
+  return createNakamaBackend(loadPlatformConfig({ ...nakamaEnv(nakama), DATA_DIR: '/tmp' }), options)
+}
+
+const tag = randomBytes(3).toString('hex')
+const name = (base: string) => `${base}_${tag}`
+const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+
+async function rejects(t: Test, p: Promise<unknown>, status: number, code: string, message?: string): Promise<HttpError> {
+  const err = await p.then(() => null, (e: unknown) => e)
+  t.ok(err instanceof HttpError, `${code}: an HttpError`)
+  t.match(err, { status, code }, message ?? `${status} ${code}`)
+  return err as HttpError
+}
+
+t.test('guest, register and login sign in through Nakama', async (t) => {
+  const b = backend()
+  const guest = await b.authenticateGuest()
+  t.match(guest.username, /^[A-Za-z]{10}$/, "Nakama's generated name fits the platform's rule")
+  t.equal(guest.userId, claims(guest.token).uid)
+  t.equal(guest.expiresAt, claims(guest.token).exp * 1000)
+  t.equal(claims(guest.refreshToken).tid, claims(guest.token).tid)
+
+  const alice = await b.register(name('alice'), 'correct horse battery')
+  t.equal(alice.username, name('alice'))
+  const again = await b.login(name('alice'), 'correct horse battery')
+  t.equal(again.userId, alice.userId)
+  t.not(claims(again.token).tid, claims(alice.token).tid, 'each sign-in is its own session')
+  await rejects(t, b.login(name('alice'), 'wrong horse battery'), 401, 'INVALID_CREDENTIALS')
+  await rejects(t, b.login(name('nobody'), 'correct horse battery'), 401, 'INVALID_CREDENTIALS')
+  await rejects(t, b.login(guest.username, 'any password at all'), 401, 'INVALID_CREDENTIALS', 'a guest has no password')
+  await rejects(t, b.register(name('alice'), 'another password'), 409, 'USERNAME_TAKEN')
+  const upper = await b.register(name('ALICE'), 'another password')
+  t.not(upper.userId, alice.userId, 'Nakama compares names exactly: ALICE is another account')
+})
+
+t.test('passwords: every one of 256 characters counts, multi-byte too', async (t) => {
+  const b = backend()
+  const long = 'ü'.repeat(255) + 'a'
+  await b.register(name('longpw'), long)
+  t.ok(await b.login(name('longpw'), long))
+  await rejects(t, b.login(name('longpw'), 'ü'.repeat(255) + 'b'), 401, 'INVALID_CREDENTIALS', 'a difference past 72 bytes is seen')
+})
+
+t.test('refresh keeps the session id and picks up a rename', async (t) => {
+  const b = backend()
+  const s = await b.register(name('ren'), 'password123')
+  const account = await b.renameUser(s.userId, name('renamed'), RENAME_RULE, Date.now())
+  t.same(account, { id: s.userId, username: name('renamed'), roles: [] })
+  const fresh = await b.refresh(s.refreshToken)
+  t.equal(fresh.username, name('renamed'))
+  t.equal(claims(fresh.token).usn, name('renamed'))
+  t.equal(claims(fresh.token).tid, claims(s.token).tid)
+  t.ok(await b.refresh(s.refreshToken), 'refresh tokens are not single use')
+  await rejects(t, b.refresh('not.a.token'), 401, 'NO_SESSION')
+  await rejects(t, b.login(name('ren'), 'password123'), 401, 'INVALID_CREDENTIALS', 'the old name no longer signs in')
+  t.ok(await b.login(name('renamed'), 'password123'))
+})
+
+t.test('logout ends only its session, on every instance, and survives a Nakama restart', async (t) => {
+  const one = backend()
+  const two = backend()
+  const first = await one.register(name('out'), 'password123')
+  const second = await one.login(name('out'), 'password123')
+  t.equal(await two.sessionActive(first.refreshToken), true)
+  await one.logout(first)
+  t.equal(await one.sessionActive(first.refreshToken), false)
+  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  t.equal(await two.sessionActive(first.refreshToken), false, 'another instance sees it once its 1 s cache lapses')
+  t.equal(await one.sessionActive(second.refreshToken), true, 'the other session stays')
+  await rejects(t, one.refresh(first.refreshToken), 401, 'NO_SESSION')
+  const res = await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${first.token}` } })
+  t.equal(res.status, 401, "Nakama's own session cache dropped the token too")
+  if (fake) {
+    await fake.restart()
+    const three = backend()
+    t.equal(await three.sessionActive(first.refreshToken), false, 'after a restart, which empties Nakama\'s blacklist')
+    await rejects(t, three.refresh(first.refreshToken), 401, 'NO_SESSION')
+    t.equal((await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${first.token}` } })).status, 200,
+      "(Nakama alone would take the token again, nakama-api.md §1.3)")
+  }
+})
+
+t.test('renames: 3 an hour across instances, taken names spend nothing', async (t) => {
+  const one = backend()
+  const two = backend()
+  const s = await one.register(name('lim'), 'password123')
+  await one.register(name('taken'), 'password123')
+  const now = Date.now()
+  await rejects(t, one.renameUser(s.userId, name('taken'), RENAME_RULE, now), 409, 'USERNAME_TAKEN')
+  const results = await Promise.allSettled(
+    Array.from({ length: 10 }, (_, i) => (i % 2 ? one : two).renameUser(s.userId, name(`lim${i}`), RENAME_RULE, now)),
+  )
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 3, 'exactly 3 of 10 concurrent renames')
+  const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as HttpError)
+  t.ok(refused.every((e) => e.status === 429 && e.code === 'RATE_LIMITED' && Number(e.headers?.['retry-after']) > 0))
+  const account = await one.getAccount(s.userId)
+  t.ok(results.some((r) => r.status === 'fulfilled' && r.value.username === account!.username), 'the name is one that was accepted')
+  t.ok(await one.renameUser(s.userId, name('later'), RENAME_RULE, now + 20 * 60_000), 'a token is back after 20 minutes')
+})
+
+t.test('buckets, roles, accounts', async (t) => {
+  const b = backend()
+  const rule = { capacity: 2, refill: 1, intervalMs: 60_000 }
+  const key = `test:${tag}:${'k'.repeat(200)}`
+  const now = Date.now()
+  t.same(await b.takeBucket(key, rule, now), { allowed: true, waitMs: 0 })
+  t.same(await b.takeBucket(key, rule, now), { allowed: true, waitMs: 0 })
+  t.same(await b.takeBucket(key, rule, now), { allowed: false, waitMs: 60_000 })
+  const s = await b.register(name('dev'), 'password123')
+  t.same(await b.grantRole(name('dev'), 'developer'), { id: s.userId, username: name('dev'), roles: ['developer'] })
+  t.same(await b.getAccount(s.userId), { id: s.userId, username: name('dev'), roles: ['developer'] })
+  t.ok((await b.listPrivileged()).some((a) => a.id === s.userId))
+  t.same(await b.revokeRole(name('dev'), 'developer'), { id: s.userId, username: name('dev'), roles: [] })
+  t.notOk((await b.listPrivileged()).some((a) => a.id === s.userId))
+  await rejects(t, b.grantRole(name('DEV'), 'developer'), 404, 'USER_NOT_FOUND')
+  t.equal(await b.getAccount('00000000-0000-4000-8000-000000000001'), null)
+  await b.recordLaunch({ sessionId: `launch-${tag}`, gameId: 'g', userId: s.userId, time: now })
+  if (fake) t.same(JSON.parse(fake.state.read('playfield_launches', `launch-${tag}`, s.userId)!.value), { gameId: 'g', time: now })
+})
+
+t.test('leaderboards: sync, authoritative writes, pages for anonymous readers and owners', async (t) => {
+  const b = backend()
+  const id = `board_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  const users = await Promise.all([1, 2, 3].map((i) => b.register(name(`p${i}`), 'password123')))
+  for (const [i, u] of users.entries()) {
+    const rec = await b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: (i + 1) * 10, subscore: 0, metadata: '{"i":1}' }, Date.now())
+    t.same(rec, { leaderboard_id: id, owner_id: u.userId, username: u.username, score: (i + 1) * 10, subscore: 0, rank: 1 })
+  }
+  const page = await b.listRecords({ leaderboardId: id, limit: 2 }, Date.now())
+  t.same(page.records.map((r) => [r.username, r.score, r.rank]), [[users[2]!.username, 30, 1], [users[1]!.username, 20, 2]])
+  t.equal(page.ownRecord, null, 'anonymous')
+  const next = await b.listRecords({ leaderboardId: id, limit: 2, cursor: page.nextCursor!, ownerId: users[0]!.userId }, Date.now())
+  t.same(next, {
+    records: [{ leaderboard_id: id, owner_id: users[0]!.userId, username: users[0]!.username, score: 10, subscore: 0, rank: 3 }],
+    nextCursor: null,
+    ownRecord: { leaderboard_id: id, owner_id: users[0]!.userId, username: users[0]!.username, score: 10, subscore: 0, rank: 3 },
+  })
+  await rejects(t, b.listRecords({ leaderboardId: id, limit: 2, cursor: 'garbage' }, Date.now()), 400, 'VALIDATION_FAILED')
+  await rejects(t, b.listRecords({ leaderboardId: `missing_${tag}`, limit: 2 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+  await rejects(t, b.writeRecord({ leaderboardId: `missing_${tag}`, ownerId: users[0]!.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+})
+
+t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {
+  const b = backend()
+  const s = await b.register(name('down'), 'password123')
+  await fake!.stop()
+  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
+  await rejects(t, b.register(name('down2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
+  await rejects(t, b.login(name('down'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'not a credentials error')
+  await rejects(t, b.renameUser(s.userId, name('down3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  await rejects(t, b.sessionActive(s.refreshToken), 503, 'BACKEND_UNAVAILABLE')
+  await rejects(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE')
+  await fake!.start()
+  t.equal((await b.getAccount(s.userId))!.username, name('down'), 'recovered; the rename did not happen')
+  t.equal(fake!.state.byUsername(name('down2')), undefined)
+  t.equal(fake!.state.read('playfield_buckets', 'rename', s.userId), undefined, 'no bucket spent')
+})
+
+t.test('a request cut mid-way is 503 and leaves nothing behind; reads are retried once, writes never', onFake, async (t) => {
+  const b = backend()
+  const s = await b.register(name('cut'), 'password123')
+  fake!.intercept = (method, path) => (path === '/v2/rpc/playfield_rename' ? 'drop' : undefined)
+  await rejects(t, b.renameUser(s.userId, name('cut2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  fake!.intercept = null
+  t.equal(fake!.state.users.get(s.userId)!.username, name('cut'))
+  t.equal(fake!.state.read('playfield_buckets', 'rename', s.userId), undefined)
+
+  let failures = 1
+  fake!.intercept = () => (failures-- > 0 ? 'fail' : undefined)
+  t.equal((await b.getAccount(s.userId))!.id, s.userId, 'a read survives one 500 by retrying')
+  failures = 1
+  const before = fake!.calls.get('POST /v2/rpc/playfield_write_record') ?? 0
+  await rejects(t, b.writeRecord({ leaderboardId: 'x', ownerId: s.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  t.equal(fake!.calls.get('POST /v2/rpc/playfield_write_record'), before + 1, 'a write is sent once, never again')
+  fake!.intercept = null
+})
+
+t.test('a hung Nakama is cut off by the per-request time-out', onFake, async (t) => {
+  const b = backend({ timeoutMs: 300 })
+  fake!.intercept = () => 'hang'
+  const started = Date.now()
+  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
+  t.ok(Date.now() - started < 3_000, 'answered soon after the time-out')
+  fake!.intercept = null
+  t.ok(await b.authenticateGuest())
+})

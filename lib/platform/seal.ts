@@ -57,7 +57,8 @@ export function seal(state: SessionState, keys: readonly Buffer[]): string {
 export function unseal(sealed: string, keys: readonly Buffer[], now: number): SessionState | null {
   if (sealed.length > MAX_SEALED_CHARS || !/^[A-Za-z0-9_-]+$/.test(sealed)) return null
   const raw = Buffer.from(sealed, 'base64url')
-  if (raw.length <= IV_BYTES + TAG_BYTES) return null
+  // Only the canonical encoding: the spare bits of the last character must not give a second spelling.
+  if (raw.length <= IV_BYTES + TAG_BYTES || raw.toString('base64url') !== sealed) return null
   const iv = raw.subarray(0, IV_BYTES)
   const body = raw.subarray(IV_BYTES, raw.length - TAG_BYTES)
   const tag = raw.subarray(raw.length - TAG_BYTES)

@@ -47,15 +47,16 @@ export interface StartOptions {
  * Start the real platform (or bridge, with `script`) as a child on an ephemeral port, and resolve
  * once it logs its ready event. The backend follows TEST_BACKEND (embedded unless set).
  */
-export function startPlatform(options: StartOptions = {}): Promise<RunningProcess> {
+export async function startPlatform(options: StartOptions = {}): Promise<RunningProcess> {
   const dataDir = options.dataDir ?? tempDir()
+  const backendEnv = await testBackendFor(dataDir)
   const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     PORT: '0',
     DATA_DIR: dataDir,
     MANIFESTS_DIR: path.join(ROOT, 'manifests'),
-    ...testBackendEnv(),
+    ...backendEnv,
     ...options.env,
   }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
@@ -108,12 +109,29 @@ export function startPlatform(options: StartOptions = {}): Promise<RunningProces
   })
 }
 
+/** The backend environment of each DATA_DIR under TEST_BACKEND=nakama, and the latest one. */
+const nakamaByDataDir = new Map<string, Promise<Record<string, string>>>()
+let lastBackendEnv: Record<string, string> = {}
+
 /**
- * Extra environment for the backend under test: TEST_BACKEND=nakama points the platform at the
- * Nakama named by NAKAMA_URL (the Nakama issue's tests fill this in); embedded otherwise.
+ * Extra environment for the backend under test: {} for the embedded backend. TEST_BACKEND=nakama
+ * points the platform at the Nakama named by NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY, or
+ * else at a fake Nakama (test/fake-nakama) started in this process, one per DATA_DIR, so each
+ * DATA_DIR keeps its own accounts across restarts as the SQLite file does. Says which on stderr.
  */
+export async function testBackendFor(dataDir: string): Promise<Record<string, string>> {
+  if (process.env.TEST_BACKEND !== 'nakama') return {}
+  let env = nakamaByDataDir.get(dataDir)
+  if (!env) {
+    env = import('../fake-nakama/env.js').then(async ({ testNakama, nakamaEnv }) => nakamaEnv(await testNakama()))
+    nakamaByDataDir.set(dataDir, env)
+  }
+  return (lastBackendEnv = await env)
+}
+
+/** The environment of the backend the latest startPlatform used (for running bin/platform sub-commands beside it). */
 export function testBackendEnv(): Record<string, string | undefined> {
-  return {}
+  return lastBackendEnv
 }
 
 /** A fetch client that keeps cookies like a browser would for one origin. */

@@ -1,0 +1,57 @@
+import t from 'tap'
+import { Client, startPlatform } from './helpers/platform.js'
+import { expectError, signUp } from './helpers/accounts.js'
+
+const platform = await startPlatform()
+t.teardown(() => platform.stop())
+
+/** A client seen from `address` (the platform trusts X-Forwarded-For from loopback, the default TRUST_PROXY). */
+function from(address: string): Client {
+  const c = new Client(platform.url)
+  const request = c.request.bind(c)
+  c.request = (method, path, body, headers = {}) => request(method, path, body, { 'x-forwarded-for': address, ...headers })
+  return c
+}
+
+await signUp(t, new Client(platform.url), 'Limited', 'right password')
+
+t.test('10 failed sign-ins a minute from one address: the 11th attempt and every sign-in after is 429', async (t) => {
+  const c = from('203.0.113.10')
+  for (let i = 1; i <= 10; i++) {
+    await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', `failure ${i}`)
+  }
+  const checks: [string, () => Promise<Response>][] = [
+    ['login with the right password', () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' })],
+    ['login with a wrong one', () => c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })],
+    ['guest', () => c.post('/api/auth/guest')],
+    ['register', () => c.post('/api/auth/register', { username: 'newcomer', password: 'right password' })],
+  ]
+  for (const [label, attempt] of checks) {
+    const res = await attempt()
+    await expectError(t, res, 429, 'RATE_LIMITED', label)
+    const retry = Number(res.headers.get('retry-after'))
+    t.ok(Number.isInteger(retry) && retry >= 1 && retry <= 60, `${label}: Retry-After ${retry} s`)
+  }
+  t.equal((await new Client(platform.url).post('/api/auth/login', { username: 'newcomer', password: 'right password' })).status, 401, 'the refused register created nothing')
+  t.equal((await from('203.0.113.11').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'another address signs in')
+})
+
+t.test('only wrong credentials count: bad requests, taken names and successes do not', async (t) => {
+  const c = from('203.0.113.20')
+  for (let i = 0; i < 12; i++) {
+    await expectError(t, await c.post('/api/auth/login', { username: 'Limited' }), 400, 'VALIDATION_FAILED', `bad request ${i + 1}`)
+    await expectError(t, await c.post('/api/auth/register', { username: 'Limited', password: 'whatever123' }), 409, 'USERNAME_TAKEN', `taken ${i + 1}`)
+  }
+  for (let i = 0; i < 9; i++) await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })
+  t.equal((await c.post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'nine failures still let the right password in')
+  await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', 'the 10th failure')
+  await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
+})
+
+t.test('the limit does not stop a signed-in user: only sign-ins are limited', async (t) => {
+  const c = from('203.0.113.30')
+  await c.post('/api/auth/guest')
+  for (let i = 0; i < 10; i++) await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })
+  t.equal((await c.get('/api/auth/session')).status, 200)
+  t.equal((await c.put('/api/user/username', { username: 'stillfine' })).status, 200)
+})

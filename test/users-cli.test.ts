@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import t from 'tap'
+import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { signUp } from './helpers/accounts.js'
+
+const dataDir = tempDir()
+const platform = await startPlatform({ dataDir })
+t.teardown(() => platform.stop())
+
+/** Run `bin/platform users …` against the running platform's DATA_DIR. */
+function users(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+const roles = async (c: Client): Promise<string[]> => ((await (await c.get('/api/auth/session')).json()) as { user: { roles: string[] } }).user.roles
+
+t.test('users grant works at once for a signed-in user, while the platform runs; revoke too', async (t) => {
+  const c = new Client(platform.url)
+  const user = await signUp(t, c, 'DevPerson')
+  t.same(await roles(c), [])
+  const granted = await users('grant', 'devperson', 'developer')
+  t.equal(granted.code, 0, granted.stderr)
+  t.equal(granted.stdout, `granted developer to DevPerson\nDevPerson\t${user.id}\tdeveloper\n`)
+  t.same(await roles(c), ['developer'], 'the same cookie shows the role without signing in again')
+  t.equal((await users('grant', 'DevPerson', 'admin')).code, 0)
+  t.equal((await users('grant', 'DevPerson', 'admin')).code, 0, 'granting twice is fine')
+  t.same(await roles(c), ['admin', 'developer'])
+  const login = await new Client(platform.url).post('/api/auth/login', { username: 'DevPerson', password: 'correct horse' })
+  t.same(((await login.json()) as { user: { roles: string[] } }).user.roles, ['admin', 'developer'], 'sign-in answers the roles')
+  const revoked = await users('revoke', 'DevPerson', 'developer')
+  t.equal(revoked.code, 0)
+  t.equal(revoked.stdout, `revoked developer from DevPerson\nDevPerson\t${user.id}\tadmin\n`)
+  t.same(await roles(c), ['admin'])
+})
+
+t.test('users list prints the accounts holding a role', async (t) => {
+  const other = new Client(platform.url)
+  const admin = await signUp(t, other, 'AnAdmin')
+  await signUp(t, new Client(platform.url), 'NoRoles')
+  t.equal((await users('grant', 'AnAdmin', 'admin')).code, 0)
+  const listed = await users('list')
+  t.equal(listed.code, 0)
+  t.match(listed.stdout, new RegExp(`^AnAdmin\\t${admin.id}\\tadmin$`, 'm'))
+  t.match(listed.stdout, /^DevPerson\t\S+\tadmin$/m)
+  t.notMatch(listed.stdout, /NoRoles/)
+})
+
+t.test('users: an unknown user or role exits 1 with one clear line; bad usage exits 64', async (t) => {
+  const nobody = await users('grant', 'nobody-here', 'developer')
+  t.same(nobody, { code: 1, stdout: '', stderr: 'users: no user "nobody-here"\n' })
+  const role = await users('grant', 'DevPerson', 'root')
+  t.same(role, { code: 1, stdout: '', stderr: 'users: unknown role "root"; roles are admin, developer\n' })
+  for (const args of [[], ['grant'], ['grant', 'DevPerson'], ['frobnicate'], ['list', 'extra'], ['grant', 'a', 'developer', 'x']]) {
+    const result = await users(...args)
+    t.equal(result.code, 64, `users ${args.join(' ')}`)
+    t.match(result.stderr, /^usage: /)
+  }
+})

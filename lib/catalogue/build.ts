@@ -4,7 +4,7 @@ import { CaptureValidator, ManifestValidator, type Manifest } from './manifest.j
 import { schemaProblems, type Problem } from './problems.js'
 import { ruleProblems } from './rules.js'
 import { configDifference, resolveLeaderboard } from './resolve.js'
-import { represent } from './serialize.js'
+import { Representation } from './serialize.js'
 import { DetailCache, type DetailSource } from './details.js'
 
 /** A manifest file as read from MANIFESTS_DIR, with its capture file when one exists. */
@@ -97,7 +97,7 @@ export function buildCatalogue(inputs: ManifestFile[], now: number): BuildResult
     catalogue: {
       games,
       leaderboards,
-      list: represent({ success: true, games: [...games.values()] }, { best: true }),
+      list: new Representation({ success: true, games: [...games.values()] }, { best: true, eager: true }),
       detail: (id, at) => details.get(id, at),
     },
   }

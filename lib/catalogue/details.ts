@@ -1,6 +1,6 @@
 import type { LeaderboardConfig } from '../backend/backend.js'
 import type { Game } from './catalogue.js'
-import { represent, type Representation } from './serialize.js'
+import { Representation } from './serialize.js'
 import { nextReset } from './schedule.js'
 
 /** A game with its own resolved leaderboards, enough to serialize its detail at any time. */
@@ -26,7 +26,7 @@ export function serializeDetail(source: DetailSource, now: number): Representati
       nextResetAt: next === null ? null : new Date(next).toISOString(),
     }
   }
-  return represent({ success: true, ...source.game, leaderboardDetails }, { expiresAt })
+  return new Representation({ success: true, ...source.game, leaderboardDetails }, { expiresAt })
 }
 
 /**

@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises'
+import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import type { PlatformConfig } from '../config.js'
 import { logLine } from '../http/server.js'
@@ -8,22 +8,22 @@ import { formatProblem } from './problems.js'
 
 type Dirs = Pick<PlatformConfig, 'manifestsDir' | 'screenshotsDir'>
 
-async function readOptional(file: string): Promise<string | undefined> {
+function readOptional(file: string): string | undefined {
   try {
-    return await readFile(file, 'utf8')
+    return readFileSync(file, 'utf8')
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw err
   }
 }
 
-async function readManifest(dirs: Dirs, file: string): Promise<ManifestFile> {
+function readManifest(dirs: Dirs, file: string): ManifestFile {
   const id = file.slice(0, -'.json'.length)
-  const text = await readFile(path.join(dirs.manifestsDir, file), 'utf8')
+  const text = readFileSync(path.join(dirs.manifestsDir, file), 'utf8')
   // Only a safe id names a directory to look in (an unsafe one fails the schema anyway).
   if (!/^[a-z0-9][a-z0-9_-]*$/.test(id)) return { file, id, text }
   const capturePath = path.join(dirs.screenshotsDir, 'games', id, 'latest.json')
-  const capture = await readOptional(capturePath)
+  const capture = readOptional(capturePath)
   return capture === undefined ? { file, id, text } : { file, id, text, capture: { file: capturePath, text: capture } }
 }
 
@@ -31,8 +31,9 @@ async function readManifest(dirs: Dirs, file: string): Promise<ManifestFile> {
 export async function loadCatalogue(dirs: Dirs, now: number): Promise<BuildResult> {
   let inputs: ManifestFile[]
   try {
-    const names = (await readdir(dirs.manifestsDir)).filter((n) => n.endsWith('.json')).sort()
-    inputs = await Promise.all(names.map((file) => readManifest(dirs, file)))
+    // Synchronous: a thousand small files read in a fraction of the time promises take (start-up <= 1 s).
+    const names = readdirSync(dirs.manifestsDir).filter((n) => n.endsWith('.json')).sort()
+    inputs = names.map((file) => readManifest(dirs, file))
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err)
     return { catalogue: null, problems: [{ file: dirs.manifestsDir, path: '$', message: `cannot read the manifests (${code})` }] }

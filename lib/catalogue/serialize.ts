@@ -9,41 +9,62 @@ export interface Variant {
   readonly encoding: 'identity' | 'gzip' | 'br'
 }
 
-/** A JSON response serialized once into bytes, with its compressed variants. */
-export interface Representation {
+/**
+ * Brotli's best quality (11) costs ~5 ms even for a 3 KB body and ~1 ms per 10 KB beyond: the list
+ * of a normal catalogue gets it; details and the list of a generated catalogue of thousands get
+ * quality 5 (a few percent larger).
+ */
+const BEST_BELOW_BYTES = 256 * 1024
+
+/**
+ * A JSON response serialized once per catalogue load into bytes, with a strong ETag and gzip and
+ * brotli variants. `eager` compresses at once (the list); otherwise each variant is compressed by
+ * the first request that asks for it and kept (details: compressing 1,000 of them at load would
+ * take most of the one-second start-up budget, and most are rarely asked for in every encoding).
+ */
+export class Representation {
   readonly identity: Variant
-  /** The identity variant again when gzip would not be smaller. */
-  readonly gzip: Variant
-  readonly br: Variant
   /** Opaque tags (no quotes, no W/) of every variant: a validator of any of them means "unchanged". */
   readonly tags: ReadonlySet<string>
   /** When the bytes stop being true (a detail's earliest nextResetAt), epoch ms; Infinity for never. */
   readonly expiresAt: number
-}
+  readonly #best: boolean
+  readonly #hash: string
+  #gzip: Variant | undefined
+  #br: Variant | undefined
 
-/**
- * Brotli's best quality (11) costs ~5 ms even for a 3 KB detail and ~1 ms per 10 KB beyond: the
- * list of a normal catalogue gets it; details, and the list of a generated catalogue of thousands,
- * get quality 5 (a few percent larger) so start-up with 1,000 games stays under a second.
- */
-const BEST_BELOW_BYTES = 256 * 1024
+  constructor(value: unknown, options: { best?: boolean; eager?: boolean; expiresAt?: number } = {}) {
+    const body = Buffer.from(JSON.stringify(value))
+    this.#best = options.best === true && body.length < BEST_BELOW_BYTES
+    this.#hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
+    this.identity = { body, etag: `"${this.#hash}"`, encoding: 'identity' }
+    this.tags = new Set([this.#hash, `${this.#hash}-gzip`, `${this.#hash}-br`])
+    this.expiresAt = options.expiresAt ?? Infinity
+    if (options.eager) void [this.gzip, this.br]
+  }
 
-/** Serialize `value` as JSON and compress it both ways; done once per catalogue load. */
-export function represent(value: unknown, options: { best?: boolean; expiresAt?: number } = {}): Representation {
-  const body = Buffer.from(JSON.stringify(value))
-  const best = options.best === true && body.length < BEST_BELOW_BYTES
-  const hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
-  const identity: Variant = { body, etag: `"${hash}"`, encoding: 'identity' }
-  const gz = gzipSync(body, { level: best ? 9 : 6 })
-  const br = brotliCompressSync(body, {
-    params: {
-      [constants.BROTLI_PARAM_QUALITY]: best ? 11 : 5,
-      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-    },
-  })
-  const gzip: Variant = gz.length < body.length ? { body: gz, etag: `"${hash}-gzip"`, encoding: 'gzip' } : identity
-  const brotli: Variant = br.length < body.length ? { body: br, etag: `"${hash}-br"`, encoding: 'br' } : identity
-  const tags = new Set([identity, gzip, brotli].map((v) => v.etag.slice(1, -1)))
-  return { identity, gzip, br: brotli, tags, expiresAt: options.expiresAt ?? Infinity }
+  /** The gzip variant, or identity when gzip would not be smaller. */
+  get gzip(): Variant {
+    return (this.#gzip ??= this.#variant('gzip', gzipSync(this.identity.body, { level: this.#best ? 9 : 6 })))
+  }
+
+  /** The brotli variant, or identity when brotli would not be smaller. */
+  get br(): Variant {
+    const body = this.identity.body
+    return (this.#br ??= this.#variant(
+      'br',
+      brotliCompressSync(body, {
+        params: {
+          [constants.BROTLI_PARAM_QUALITY]: this.#best ? 11 : 5,
+          [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+          [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+        },
+      }),
+    ))
+  }
+
+  #variant(encoding: 'gzip' | 'br', compressed: Buffer): Variant {
+    if (compressed.length >= this.identity.body.length) return this.identity
+    return { body: compressed, etag: `"${this.#hash}-${encoding === 'gzip' ? 'gzip' : 'br'}"`, encoding }
+  }
 }

@@ -203,6 +203,8 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
 
   t.same((await write(a, 'wins', 2, 1)).record.score, 2)
   t.same((await write(a, 'wins', 3, 1)).record, { leaderboard_id: 'wins', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 5, subscore: 2, rank: 1 })
+  t.same(await write(a, 'wins', Number.MAX_SAFE_INTEGER - 4, 0), { error: 'SCORE_OVERFLOW' }, 'an increment past 2^53-1 is refused')
+  t.same((await write(a, 'wins', Number.MAX_SAFE_INTEGER - 5, 0)).record.score, Number.MAX_SAFE_INTEGER, 'up to 2^53-1 is exact')
   await write(a, 'lap', 70)
   t.same((await write(a, 'lap', 65)).record.score, 65, 'best on an ascending board keeps the lower score')
 

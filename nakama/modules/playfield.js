@@ -15,6 +15,7 @@ var LAUNCHES = 'playfield_launches';
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Storage-version conflicts are retried this many times before the RPC gives up (500).
 var MAX_ATTEMPTS = 50;
+var MAX_SCORE = 9007199254740991;
 
 function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_sync_leaderboards', rpcSyncLeaderboards);
@@ -165,14 +166,18 @@ function rpcSyncLeaderboards(ctx, logger, nk, payload) {
   return JSON.stringify({ created: created, differing: differing });
 }
 
-// Nakama versions report sort order and operator as names or numbers; compare what is known.
+// Nakama versions report the operator as a name ('increment') or a stored number (incr 2).
+function operatorOf(board) {
+  var ops = { 0: 'best', 1: 'set', 2: 'incr', 3: 'decr', increment: 'incr', decrement: 'decr' };
+  return ops[board.operator] !== undefined ? ops[board.operator] : board.operator;
+}
+
+// Sort order comes as a name or as the stored number (asc 0, desc 1); compare what is known.
 function sameBoard(old, b) {
   var sort = old.sortOrder;
   if (sort === 0 || sort === 'asc' || sort === 'ascending') sort = 'asc';
   else if (sort === 1 || sort === 'desc' || sort === 'descending') sort = 'desc';
-  var op = old.operator;
-  var ops = { 0: 'best', 1: 'set', 2: 'incr', 3: 'decr', increment: 'incr', decrement: 'decr' };
-  if (ops[op] !== undefined) op = ops[op];
+  var op = operatorOf(old);
   // The runtime's leaderboard object carries no reset schedule on every version; compare it when present.
   var reset = typeof old.resetSchedule === 'string' ? old.resetSchedule : undefined;
   return sort === b.sortOrder && op === b.operator && Boolean(old.authoritative) === Boolean(b.authoritative) &&
@@ -183,6 +188,9 @@ function sameBoard(old, b) {
 function rpcWriteRecord(ctx, logger, nk, payload) {
   var p = parsePayload(payload);
   var metadata = p.metadata === undefined || p.metadata === null ? undefined : JSON.parse(p.metadata);
+  var boards = nk.leaderboardsGetId([p.leaderboardId]);
+  if (!boards || !boards.length) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
+  if (operatorOf(boards[0]) === 'incr' && wouldOverflow(nk, p)) return JSON.stringify({ error: 'SCORE_OVERFLOW' });
   var record;
   try {
     record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, p.username, p.score, p.subscore || 0, metadata);
@@ -191,6 +199,13 @@ function rpcWriteRecord(ctx, logger, nk, payload) {
     throw e;
   }
   return JSON.stringify({ record: toRecord(record) });
+}
+
+// JS numbers are exact to 2^53-1 (CONTRACT §3's bound); an increment past it would be stored rounded.
+function wouldOverflow(nk, p) {
+  var own = nk.leaderboardRecordsList(p.leaderboardId, [p.ownerId], 1, '', 0).ownerRecords || [];
+  if (!own.length) return false;
+  return Number(own[0].score || 0) + p.score > MAX_SCORE || Number(own[0].subscore || 0) + (p.subscore || 0) > MAX_SCORE;
 }
 
 // A page in rank order plus the caller's own record; listing through the HTTP key lets anonymous

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { HttpError, rateLimited } from '../../http/errors.js'
 import type { Rule } from '../../limiter.js'
 import type { Account, BackendSession } from '../backend.js'
@@ -36,11 +36,20 @@ export class NakamaAccounts {
     this.#revocations = new Revocations(client)
   }
 
+  /** A custom-id account named like the embedded backend's guests; a name collision draws again. */
   async authenticateGuest(): Promise<BackendSession> {
-    const body = await this.client.request('POST', '/v2/account/authenticate/custom', {
-      query: { create: 'true' }, body: { id: `playfield-guest-${randomUUID()}` }, auth: 'server',
-    })
-    return toBackendSession(body)
+    for (;;) {
+      try {
+        const body = await this.client.request('POST', '/v2/account/authenticate/custom', {
+          query: { create: 'true', username: `guest-${randomBytes(4).toString('hex')}` },
+          body: { id: `playfield-guest-${randomUUID()}` },
+          auth: 'server',
+        })
+        return toBackendSession(body)
+      } catch (err) {
+        if (!isTaken(err)) throw err
+      }
+    }
   }
 
   async register(username: string, password: string): Promise<BackendSession> {

@@ -24,6 +24,10 @@ export class NakamaLeaderboards {
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
     const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string }>('playfield_write_record', write)
+    if (out.error === 'SCORE_OVERFLOW') {
+      const message = 'the stored score would pass 2^53-1'
+      throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
+    }
     if (!out.record) throw notFound(write.leaderboardId)
     return out.record
   }

@@ -241,6 +241,8 @@ function rpcRename(ctx, logger, nk, payload) {
   var p = parsePayload(payload);
   var user = userById(nk, p.userId);
   if (!user) return JSON.stringify({ error: 'NOT_FOUND' });
+  // The current name again is no change: nothing to spend (a change of case is a change).
+  if (user.username === p.username) return JSON.stringify({ account: accountOf(nk, user) });
   var taken = nk.usersGetUsername([p.username]);
   if (taken && taken.length && (taken[0].userId || taken[0].id) !== p.userId) {
     return JSON.stringify({ error: 'USERNAME_TAKEN' });

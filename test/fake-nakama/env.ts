@@ -35,3 +35,26 @@ export async function testNakama(options: FakeNakamaOptions = {}): Promise<TestN
 export function nakamaEnv(n: Pick<TestNakama, 'url' | 'serverKey' | 'httpKey'>): Record<string, string> {
   return { GAME_BACKEND: 'nakama', NAKAMA_URL: n.url, NAKAMA_SERVER_KEY: n.serverKey, NAKAMA_HTTP_KEY: n.httpKey }
 }
+
+/** The fake serving each DATA_DIR under TEST_BACKEND=nakama (test/helpers/platform.ts fills it). */
+const fakes = new Map<string, FakeNakama>()
+
+export function rememberFake(dataDir: string, fake: FakeNakama): void {
+  fakes.set(dataDir, fake)
+}
+
+/**
+ * The questions API tests ask of the embedded backend's SQLite file, answered from the fake Nakama
+ * of that DATA_DIR, so the same "nothing was written" checks hold on both backends. Unknown
+ * questions throw: a test that needs another one must say how Nakama answers it.
+ */
+export function countInNakama(dataDir: string, sql: string, ...params: unknown[]): number {
+  const fake = fakes.get(dataDir)
+  if (!fake) throw new Error(`no fake Nakama for ${dataDir} (a real Nakama cannot be inspected)`)
+  const query = sql.replace(/\s+/g, ' ').trim()
+  if (query === 'SELECT count(*) FROM accounts') return fake.state.users.size
+  if (query === "SELECT count(*) FROM buckets WHERE key = 'rename:' || ?") {
+    return fake.state.read('playfield_buckets', 'rename', String(params[0])) ? 1 : 0
+  }
+  throw new Error(`countInNakama: no Nakama equivalent for ${query}`)
+}

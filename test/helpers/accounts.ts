@@ -2,6 +2,7 @@ import type { Test } from 'tap'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import type { Client } from './platform.js'
+import { countInNakama } from '../fake-nakama/env.js'
 
 /** Assert a contract error: the status, JSON, and exactly `{error, code}` (plus `details` for 400 VALIDATION_FAILED). */
 export async function expectError(
@@ -37,6 +38,8 @@ export interface SessionBody {
 
 /** Read-only queries on the platform's SQLite file, for asserting the state after a call. */
 export function countRows(dataDir: string, sql: string, ...params: unknown[]): number {
+  // TEST_BACKEND=nakama has no SQLite file: the fake Nakama of this DATA_DIR answers the same question.
+  if (process.env.TEST_BACKEND === 'nakama') return countInNakama(dataDir, sql, ...params)
   const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true, fileMustExist: true })
   try {
     return db.prepare(sql).pluck().get(...params) as number

@@ -123,7 +123,11 @@ export async function testBackendFor(dataDir: string): Promise<Record<string, st
   if (process.env.TEST_BACKEND !== 'nakama') return {}
   let env = nakamaByDataDir.get(dataDir)
   if (!env) {
-    env = import('../fake-nakama/env.js').then(async ({ testNakama, nakamaEnv }) => nakamaEnv(await testNakama()))
+    env = import('../fake-nakama/env.js').then(async ({ testNakama, nakamaEnv, rememberFake }) => {
+      const nakama = await testNakama()
+      if (nakama.fake) rememberFake(dataDir, nakama.fake)
+      return nakamaEnv(nakama)
+    })
     nakamaByDataDir.set(dataDir, env)
   }
   return (lastBackendEnv = await env)

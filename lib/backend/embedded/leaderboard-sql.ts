@@ -2,8 +2,9 @@ import type Database from 'better-sqlite3'
 
 /**
  * Tables of migration 200. Records are keyed by (leaderboard, expiry, owner) as Nakama keys them,
- * so every reset period keeps its own rows; expiry 0 means the board never resets. The rank index
- * covers what the in-memory index is filled with, so a start reads it in order without a sort.
+ * so every reset period keeps its own rows; expiry 0 means the board never resets. There is no
+ * index on score: ranks come from the in-memory index, which sorts a period once when it fills,
+ * and a second B-tree would cost every write a third of its time.
  */
 export const LEADERBOARD_SQL = `
 CREATE TABLE leaderboards (
@@ -27,7 +28,6 @@ CREATE TABLE leaderboard_records (
   update_time INTEGER NOT NULL,
   PRIMARY KEY (leaderboard_id, expiry, owner_id)
 ) WITHOUT ROWID;
-CREATE INDEX leaderboard_records_rank ON leaderboard_records (leaderboard_id, expiry, score, subscore, owner_id, username);
 CREATE TABLE launches (
   session_id TEXT PRIMARY KEY,
   game_id TEXT NOT NULL,
@@ -39,24 +39,20 @@ CREATE TABLE launches (
 /** One row of a period as the rank index is filled with it: owner, username, score, subscore. */
 export type RecordRow = [string, string, number, number]
 
+
 /** The statements of the leaderboard store, prepared once. */
 export interface Statements {
   upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>
-  upsertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number, string | null]>
+  /** A first record of the owner in the period: leaderboard, expiry, owner, username, score, subscore, metadata, now, now. */
+  insertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number]>
+  /** A changed record: username, score, subscore, metadata (kept when null), now, leaderboard, expiry, owner. */
+  updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string]>
   insertLaunch: Database.Statement<[string, string, string, number]>
-  selectPeriodDesc: Database.Statement<[string, number]>
-  selectPeriodAsc: Database.Statement<[string, number]>
+  selectPeriod: Database.Statement<[string, number]>
 }
 
 /** Prepare the store's statements on an opened, migrated database. */
 export function prepareStatements(db: Database.Database): Statements {
-  const selectPeriod = (dir: 'ASC' | 'DESC') =>
-    db
-      .prepare<[string, number]>(
-        `SELECT owner_id, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?
-         ORDER BY score ${dir}, subscore ${dir}, owner_id ${dir}`,
-      )
-      .raw()
   return {
     upsertBoard: db.prepare(
       `INSERT INTO leaderboards (id, operator, sort_order, reset_schedule, authoritative, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -65,17 +61,19 @@ export function prepareStatements(db: Database.Database): Statements {
        WHERE operator IS NOT excluded.operator OR sort_order IS NOT excluded.sort_order
          OR reset_schedule IS NOT excluded.reset_schedule OR authoritative IS NOT excluded.authoritative`,
     ),
-    // Nakama's write (nakama-api.md §3.1): metadata replaced when supplied, else kept ({} when new).
-    upsertRecord: db.prepare(
+    // Nakama's write (nakama-api.md §3.1): metadata {} when new, replaced when supplied, else kept.
+    // The store knows from its index whether the row exists, so each write is one plain statement.
+    insertRecord: db.prepare(
       `INSERT INTO leaderboard_records
          (leaderboard_id, expiry, owner_id, username, score, subscore, metadata, num_score, create_time, update_time)
-       VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)
-       ON CONFLICT (leaderboard_id, expiry, owner_id) DO UPDATE SET username = excluded.username,
-         score = excluded.score, subscore = excluded.subscore, metadata = coalesce(?, metadata),
-         num_score = num_score + 1, update_time = excluded.update_time`,
+       VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)`,
+    ),
+    updateRecord: db.prepare(
+      `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
+         num_score = num_score + 1, update_time = ?
+       WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?`,
     ),
     insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),
-    selectPeriodDesc: selectPeriod('DESC'),
-    selectPeriodAsc: selectPeriod('ASC'),
+    selectPeriod: db.prepare<[string, number]>('SELECT owner_id, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?').raw(),
   }
 }

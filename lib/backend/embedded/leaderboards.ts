@@ -93,8 +93,11 @@ export class LeaderboardStore implements LeaderboardPart {
     const { id } = board.config
     const { expiry } = period
     const metadata = write.metadata ?? null
-    await this.#commits.submit(() =>
-      this.#sql.upsertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now, metadata),
+    const { insertRecord, updateRecord } = this.#sql
+    await this.#commits.submit(
+      old
+        ? () => updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId)
+        : () => insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now),
     )
     return toRecord(board.config.id, entry, rank)
   }
@@ -138,8 +141,7 @@ export class LeaderboardStore implements LeaderboardPart {
   }
 
   #fill(config: LeaderboardConfig, expiry: number): RankIndex<Entry> {
-    const select = config.sortOrder === 'desc' ? this.#sql.selectPeriodDesc : this.#sql.selectPeriodAsc
-    const rows = select.all(config.id, expiry) as RecordRow[]
+    const rows = this.#sql.selectPeriod.all(config.id, expiry) as RecordRow[]
     const entries: Entry[] = rows.map(([ownerId, username, score, subscore]) => ({ ownerId, username, score, subscore }))
     return RankIndex.build(entries, rankComparator(config.sortOrder))
   }

@@ -8,6 +8,8 @@ export const SESSION_TOKEN_TTL_MS = 3_600_000
 /** Refresh tokens live 30 days from sign-in; refreshing does not extend them, signing in again does. */
 export const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000
 
+const MAX_CACHED_REVOCATIONS = 100_000
+
 /** The HS256 keys: session tokens and refresh tokens are signed with different keys (as Nakama does). */
 export interface TokenKeys {
   session: readonly string[]
@@ -30,7 +32,8 @@ export class SessionIssuer {
     this.#revoke = db.prepare('INSERT OR IGNORE INTO revoked_sessions (tid, revoked_at) VALUES (?, ?)')
     // Every refresh token of a tid expires at most REFRESH_TOKEN_TTL_MS after the tid was revoked.
     db.prepare('DELETE FROM revoked_sessions WHERE revoked_at < ?').run(clock() - REFRESH_TOKEN_TTL_MS)
-    for (const tid of db.prepare('SELECT tid FROM revoked_sessions').pluck().all() as string[]) this.#revoked.add(tid)
+    const recent = db.prepare('SELECT tid FROM revoked_sessions ORDER BY revoked_at DESC LIMIT ?').pluck().all(MAX_CACHED_REVOCATIONS) as string[]
+    for (const tid of recent) this.#remember(tid)
   }
 
   /** A new session (new tid) for the account. */
@@ -64,7 +67,7 @@ export class SessionIssuer {
     if (fromSession) tids.add(fromSession.tid)
     for (const tid of tids) {
       this.#revoke.run(tid, this.clock())
-      this.#revoked.add(tid)
+      this.#remember(tid)
     }
   }
 
@@ -72,8 +75,14 @@ export class SessionIssuer {
     if (this.#revoked.has(tid)) return true
     // Another platform process (or this one before a restart) may have revoked it: ask the file.
     if (this.#isRevoked.get(tid) === undefined) return false
-    this.#revoked.add(tid)
+    this.#remember(tid)
     return true
+  }
+
+  #remember(tid: string): void {
+    // The set is only a cache in front of the table: start over rather than grow without bound.
+    if (this.#revoked.size >= MAX_CACHED_REVOCATIONS) this.#revoked.clear()
+    this.#revoked.add(tid)
   }
 
   #sign(refreshClaims: TokenClaims, now: number): BackendSession {

@@ -1,0 +1,117 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import t from 'tap'
+import { connect, startBridge, type TermClient } from './helpers/terminal.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/** Alive and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+async function until(test: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+async function shell(port: number): Promise<TermClient> {
+  const c = await connect(port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  return c
+}
+
+t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one is accepted once one closes', async (t) => {
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '2' })
+  t.teardown(() => bridge.stop())
+  const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
+  const a = await shell(bridge.port)
+  const b = await connect(bridge.port)
+  t.match(await health(), { connections: 2, max: 2 })
+  const refused = await connect(bridge.port)
+  const closed = await refused.whenClosed()
+  t.equal(closed.code, 1013)
+  t.equal(closed.reason, 'terminal connection limit reached')
+  t.same(refused.frames, [], 'no frame before the close')
+  t.match(await health(), { connections: 2 })
+  a.ws.close()
+  await until(async () => (await health()).connections === 1, 5_000, 'one connection')
+  const c = await shell(bridge.port)
+  t.match(await c.run('echo ok-$((1+1))'), /^ok-2/, 'accepted after one closed')
+  b.ws.close()
+  c.ws.close()
+})
+
+t.test('closing the socket ends the shell, a background job and a nohup job, and logs the session', async (t) => {
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const c = await shell(bridge.port)
+  const shellPid = (c.frames.find((f) => f.type === 'created')!.pid) as number
+  const bg = Number((await c.run('sleep 1000 & echo $!')).trim().split(/\s+/).pop())
+  const nh = Number((await c.run('nohup sleep 1001 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
+  const disowned = Number((await c.run('(trap "" HUP; exec sleep 1002) & disown; echo $!')).trim().split(/\s+/).pop())
+  for (const pid of [shellPid, bg, nh, disowned]) t.ok(alive(pid), `${pid} runs before the close`)
+  c.ws.close()
+  await until(() => ![shellPid, bg, nh, disowned].some(alive), 5_000, 'every process of the session to end')
+  t.pass('shell, background job, nohup job and a job ignoring SIGHUP are gone')
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 2_000, 'the session log line')
+  const line = bridge.logs.find((l) => l.event === 'terminal.session')!
+  t.match(line, { event: 'terminal.session', user: 'dev', pid: shellPid })
+  t.ok((line.bytesIn as number) > 40 && (line.bytesOut as number) > 40, 'bytes counted both ways')
+  t.ok(Date.parse(line.endedAt as string) >= Date.parse(line.startedAt as string), 'startedAt <= endedAt')
+})
+
+t.test('a connection that never creates a PTY logs pid null', async (t) => {
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const c = await connect(bridge.port)
+  c.ws.close()
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 2_000, 'the session log line')
+  const line = bridge.logs.find((l) => l.event === 'terminal.session')!
+  t.same(Object.keys(line).filter((k) => k !== 'time' && k !== 'userId').sort(), ['bytesIn', 'bytesOut', 'endedAt', 'event', 'pid', 'startedAt', 'user'])
+  t.match(line, { pid: null, bytesIn: 0, bytesOut: 0, user: 'dev' })
+})
+
+t.test('the bridge\'s open descriptors return to their baseline after 200 connect-create-close cycles', async (t) => {
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const fds = (): number => readdirSync(`/proc/${bridge.child.pid}/fd`).length
+  // One cycle first, so lazily opened descriptors (the ws module, the pty thread pool) count in the baseline.
+  const warm = await shell(bridge.port)
+  warm.ws.close()
+  await until(async () => ((await (await fetch(bridge.url + '/')).json()) as { connections: number }).connections === 0, 5_000, 'idle')
+  await sleep(300)
+  const baseline = fds()
+  for (let i = 0; i < 200; i++) {
+    const c = await shell(bridge.port)
+    c.ws.close()
+    await c.whenClosed()
+  }
+  await until(() => fds() <= baseline, 15_000, `descriptors back to ${baseline} (now ${fds()})`)
+  const after = fds()
+  t.ok(after <= baseline, `no descriptor leaked (baseline ${baseline}, after ${after})`)
+})
+
+t.test('SIGTERM closes every connection with 1001, ends every shell and exits 0 within 5 s', async (t) => {
+  const bridge = await startBridge()
+  const a = await shell(bridge.port)
+  const b = await connect(bridge.port)
+  const pid = a.frames.find((f) => f.type === 'created')!.pid as number
+  const nh = Number((await a.run('nohup sleep 1003 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
+  const started = Date.now()
+  const exited = await bridge.stop('SIGTERM')
+  t.ok(Date.now() - started < 5_000, 'exited within 5 s')
+  t.same(exited, { code: 0, signal: null })
+  t.equal((await a.whenClosed()).code, 1001)
+  t.equal((await b.whenClosed()).code, 1001)
+  t.notOk(alive(pid), 'shell ended')
+  t.notOk(alive(nh), 'nohup job ended')
+})

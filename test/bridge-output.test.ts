@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import { connect, startBridge, type TermClient } from './helpers/terminal.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
+t.teardown(() => bridge.stop())
+
+function rssMiB(pid: number): number {
+  const kb = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]
+  return Number(kb) / 1024
+}
+
+async function shell(): Promise<TermClient> {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create', cols: 200, rows: 50 })
+  await c.frame('created')
+  return c
+}
+
+t.test('long runs of multi-byte characters arrive whole, without U+FFFD', async (t) => {
+  const c = await shell()
+  const out = await c.run("yes 'é€😀ü漢字' | head -n 200000", 60_000)
+  t.notOk(out.includes('\uFFFD'), 'no replacement character')
+  const lines = out.split('\r\n').filter((l) => l !== '')
+  t.equal(lines.length, 200_000)
+  t.ok(lines.every((l) => l === 'é€😀ü漢字'), 'every line intact')
+  c.ws.close()
+})
+
+t.test('every byte of a fast command reaches the client before exit: `seq 1 2000000; exit`, 10 runs of 10', async (t) => {
+  const c = await connect(bridge.port)
+  let expected = 0
+  for (let n = 1; n <= 2_000_000; n++) expected += String(n).length + 2
+  for (let run = 1; run <= 10; run++) {
+    const at = c.frames.length
+    c.output = ''
+    c.send({ type: 'create' })
+    await c.frame('created', at)
+    c.send({ type: 'input', data: 'seq 1 2000000; exit\r' })
+    await c.frame('exit', at, 60_000)
+    const from = c.output.indexOf('1\r\n2\r\n3\r\n4\r\n')
+    const to = c.output.indexOf('2000000\r\n', from) + '2000000\r\n'.length
+    t.ok(from > 0 && to > from, `run ${run}: the first and last lines arrived`)
+    t.equal(to - from, expected, `run ${run}: all ${expected} characters`)
+  }
+  c.ws.close()
+})
+
+t.test('a client that reads slowly while the shell prints without end keeps the bridge\'s memory bounded', async (t) => {
+  const fresh = await startBridge()
+  t.teardown(() => fresh.stop())
+  const c = await connect(fresh.port)
+  c.send({ type: 'create', cols: 200, rows: 50 })
+  await c.frame('created')
+  const pid = fresh.child.pid!
+  await sleep(200)
+  const before = rssMiB(pid)
+  c.ws.pause() // stop reading the socket: the kernel buffers fill, then the bridge's
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  let peak = before
+  for (let i = 0; i < 40; i++) {
+    await sleep(100)
+    peak = Math.max(peak, rssMiB(pid))
+  }
+  t.ok(peak - before < 48, `RSS grew ${Math.round(peak - before)} MiB (from ${Math.round(before)} to ${Math.round(peak)})`)
+  c.ws.resume()
+  const mark = c.output.length
+  await c.until(() => c.output.length > mark + 1_000_000, 20_000, 'output flowing again')
+  c.send({ type: 'input', data: '\x03' })
+  t.match(await c.run('echo after-$((6*7))', 60_000), /^after-42/, 'Ctrl-C stops it and the shell answers')
+  c.ws.close()
+})
+
+t.test('a client that acks is held to the window: unacknowledged output stays under about 1 MiB', async (t) => {
+  const c = await shell()
+  c.send({ type: 'ack', bytes: 0 })
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  await sleep(1_500)
+  const held = c.output.length
+  t.ok(held > 500_000, `output flowed up to the window (${held})`)
+  t.ok(held < 1024 * 1024 + 2 * 65536 + 4096, `and stopped there (${held})`)
+  await sleep(500)
+  t.ok(c.output.length - held < 70_000, 'no more while nothing is acked')
+  c.send({ type: 'ack', bytes: c.output.length })
+  await c.until(() => c.output.length > held + 500_000, 10_000, 'more output after the ack')
+  t.pass('acking opens the window again')
+  c.send({ type: 'input', data: '\x03' })
+  // Keep acking so the Ctrl-C's prompt can get through.
+  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
+  t.match(await c.run('echo done-$((2*3))', 20_000), /^done-6/)
+  clearInterval(acker)
+  c.ws.close()
+})

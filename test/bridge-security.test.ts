@@ -1,0 +1,140 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import t from 'tap'
+import { mintTicket } from '../lib/ticket.js'
+import { BRIDGE_JS, startPlatform } from './helpers/platform.js'
+import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, upgradeStatus } from './helpers/terminal.js'
+
+/** Pids whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  const children: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name))
+    } catch {
+      // gone
+    }
+  }
+  return children
+}
+
+const bridge = await startBridge({ PLAYFIELD_CANARY: 'canary-secret-value', TERMINAL_MAX_CONN: '8' })
+t.teardown(() => bridge.stop())
+const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
+
+t.test('GET / is the health payload; other paths 404', async (t) => {
+  const res = await fetch(bridge.url + '/')
+  t.equal(res.status, 200)
+  t.match(res.headers.get('content-type'), /^application\/json/)
+  const body = await res.json() as Record<string, unknown>
+  t.same(Object.keys(body).sort(), ['connections', 'max', 'status', 'uptime'])
+  t.match(body, { status: 'ok', connections: 0, max: 8 })
+  t.ok(Number.isInteger(body.uptime) && (body.uptime as number) >= 0, 'uptime in whole seconds')
+  const missing = await fetch(bridge.url + '/ws')
+  t.equal(missing.status, 404)
+  t.same(await missing.json(), { error: 'not found', code: 'NOT_FOUND' })
+  const post = await fetch(bridge.url + '/', { method: 'POST' })
+  t.equal(post.status, 405)
+  t.equal(post.headers.get('allow'), 'GET, HEAD')
+})
+
+t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403, and nothing is spawned', async (t) => {
+  const now = Date.now()
+  const q = (value: string): string => `?ticket=${encodeURIComponent(value)}`
+  const forged = mintTicket(['another-secret-that-is-long-enough-000000'], { id: 'u-1', username: 'dev' }, now).ticket
+  const good = ticket()
+  const [payload, mac] = good.split('.') as [string, string]
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
+  const elevated = Buffer.from(JSON.stringify({ ...claims, userId: 'admin' })).toString('base64url') + '.' + mac
+  const cases: [string, string, string | undefined, number][] = [
+    ['root path', '/' + q(ticket()), ORIGIN, 404],
+    ['other path', '/shell' + q(ticket()), ORIGIN, 404],
+    ['path below /ws', '/ws/x' + q(ticket()), ORIGIN, 404],
+    ['no ticket', '/ws', ORIGIN, 401],
+    ['empty ticket', '/ws?ticket=', ORIGIN, 401],
+    ['garbage ticket', '/ws' + q('abc.def'), ORIGIN, 401],
+    ['forged ticket (other key)', '/ws' + q(forged), ORIGIN, 401],
+    ['tampered claims', '/ws' + q(elevated), ORIGIN, 401],
+    ['expired ticket', '/ws' + q(ticket(now - 61_000)), ORIGIN, 401],
+    ['ticket from the future', '/ws' + q(ticket(now + 120_000)), ORIGIN, 401],
+    ['foreign origin', '/ws' + q(ticket()), 'http://evil.example', 403],
+    ['no origin', '/ws' + q(ticket()), undefined, 403],
+  ]
+  for (const [name, path, origin, status] of cases) t.equal(await upgradeStatus(bridge.port, path, origin), status, name)
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(good), ORIGIN), 101, 'the good ticket works once')
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(good), ORIGIN), 401, 'and is refused when reused')
+  const spentByForeignOrigin = ticket()
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByForeignOrigin), 'http://evil.example'), 403)
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByForeignOrigin), ORIGIN), 401, 'a ticket is spent by its first use, whatever follows')
+  await new Promise((r) => setTimeout(r, 100))
+  t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
+  t.match(await health(), { connections: 0 })
+})
+
+t.test('the shell runs as the unprivileged account, in its home, with the clean environment', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  const uid = (await c.run('id -u')).trim()
+  t.not(uid, '0', 'never root')
+  if (process.getuid?.() === 0) t.equal((await c.run('id -un')).trim(), SHELL_USER, 'TERMINAL_USER')
+  t.notMatch(await c.run('id -G'), /(^|\s)0(\s|$)/, 'no root group among the supplementary groups')
+  const home = (await c.run('echo "$HOME"')).trim()
+  t.equal((await c.run('pwd')).trim(), home, 'cwd is the home directory')
+  const env = Object.fromEntries(
+    (await c.run('env -0 | tr "\\0" "\\n" | grep -a "^[A-Za-z_][A-Za-z0-9_]*=" | cut -d= -f1 | sort | tr "\\n" " "'))
+      .trim()
+      .split(/\s+/)
+      .map((k) => [k, true]),
+  )
+  for (const name of ['HOME', 'USER', 'LOGNAME', 'SHELL', 'PATH', 'TERM', 'LANG']) t.ok(env[name], `${name} is set`)
+  for (const name of ['PLAYFIELD_CANARY', 'TERMINAL_TICKET_SECRET', 'TERMINAL_PORT', 'TERMINAL_USER', 'PLATFORM_ORIGINS', 'DATA_DIR', 'MANIFESTS_DIR', 'PORT', 'NODE_OPTIONS']) {
+    t.notOk(env[name], `${name} does not reach the shell`)
+  }
+  t.notMatch(await c.run('env'), /canary-secret-value|test-ticket-secret/, 'no bridge value anywhere in the environment')
+  t.equal((await c.run('echo "$TERM $LANG"')).trim(), 'xterm-256color C.UTF-8')
+  c.ws.close()
+})
+
+t.test('no descriptor of the bridge is open in the shell, not even another session\'s PTY master', async (t) => {
+  const other = await connect(bridge.port)
+  other.send({ type: 'create' })
+  await other.frame('created')
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  const tty = (await c.run('tty')).trim()
+  t.match(tty, /^\/dev\/pts\/[0-9]+$/)
+  // ls runs as a child, so the shell's own descriptors stay as they are while they are listed.
+  const listing = (await c.run('ls -l /proc/$$/fd | grep -- "->"')).trim().split(/\r?\n/)
+  t.ok(listing.length >= 3, 'stdin, stdout, stderr')
+  for (const line of listing) {
+    const [fd, target] = line.replace(/\x1b\[[0-9;]*m/g, '').split(/\s+/).slice(-3).filter((w) => w !== '->')
+    // fd 255 is bash's own copy of its terminal.
+    t.equal(target, tty, `fd ${fd} is the shell's own terminal`)
+  }
+  t.same((await c.run('ls /proc/self/fd | sort -n | tr "\\n" " "')).trim(), '0 1 2 3', 'a child sees 0-2 and its own directory handle')
+  other.ws.close()
+  c.ws.close()
+})
+
+t.test('configuration errors: a root bridge without TERMINAL_USER, or with root, exits 2', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  ensureShellUser()
+  const base = { TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET }
+  for (const [env, pattern] of [
+    [{ TERMINAL_USER: undefined }, /^config: TERMINAL_USER: must name an unprivileged account/],
+    [{ TERMINAL_USER: 'root' }, /^config: TERMINAL_USER: must name an unprivileged account/],
+    [{ TERMINAL_USER: 'no-such-user-here' }, /^config: TERMINAL_USER: "no-such-user-here" is not an account/],
+    [{ TERMINAL_USER: SHELL_USER, TERMINAL_HOST: '0.0.0.0' }, /^config: TERMINAL_HOST: "0.0.0.0" is not a loopback address/],
+  ] as const) {
+    const failed = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { ...base, ...env } }).then(
+      () => null,
+      (err: Error) => err,
+    )
+    t.ok(failed, 'did not start')
+    t.match(failed?.message, /process exited \(2\)/, 'exit code 2')
+    t.match(failed?.message.split('before ready: ')[1], pattern)
+    t.equal(failed?.message.split('before ready: ')[1]?.trim().split('\n').length, 1, 'one line, no stack')
+  }
+})

@@ -98,6 +98,7 @@ export async function requireSession(config: Readonly<PlatformConfig>, backend: 
 
 /** Sessions from the sealed cookie (CONTRACT §2), checked against the backend on every call. */
 export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, now: () => number): Auth {
+  // Load (or generate) the sealing secret now, so a DATA_DIR problem stops the start, not a request.
   sessionCookie(config)
   return {
     async require(ctx) {

@@ -50,6 +50,7 @@ export class AccountStore implements AccountPart {
   readonly #buckets: BucketStore
   readonly #statements = new Map<string, Database.Statement>()
 
+  /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
   constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
     // Generated once into DATA_DIR/secrets (mode 0600); two keys, as Nakama requires them to differ.
     const keys = { session: loadSecret(config.dataDir, 'token-key', null), refresh: loadSecret(config.dataDir, 'refresh-key', null) }

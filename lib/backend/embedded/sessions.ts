@@ -86,7 +86,9 @@ export class SessionIssuer {
   }
 
   #sign(refreshClaims: TokenClaims, now: number): BackendSession {
-    const exp = Math.min(Math.floor((now + SESSION_TOKEN_TTL_MS) / 1000), refreshClaims.exp)
+    // Always a full hour (as Nakama does), so /api/auth/backend-token can keep its 5-minute promise
+    // even in the refresh token's last minutes.
+    const exp = Math.floor((now + SESSION_TOKEN_TTL_MS) / 1000)
     const token = signToken({ ...refreshClaims, exp }, this.keys.session[0]!)
     const refreshToken = signToken(refreshClaims, this.keys.refresh[0]!)
     return { token, refreshToken, userId: refreshClaims.uid, username: refreshClaims.usn, expiresAt: exp * 1000 }

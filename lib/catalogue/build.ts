@@ -54,18 +54,12 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
 export function buildCatalogue(inputs: ManifestFile[], now: number): BuildResult {
   const problems: Problem[] = []
   const games = new Map<string, Game>()
-  const files = new Map<string, string>()
   const boards = new Map<string, CatalogueLeaderboard & { file: string }>()
   const sources = new Map<string, DetailSource>()
   for (const input of [...inputs].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))) {
     const game = readGame(input, problems)
     if (game === null) continue
-    const other = files.get(game.id)
-    if (other !== undefined) {
-      problems.push({ file: input.file, path: '$.id', message: `"${game.id}" is also the id of ${other}` })
-      continue
-    }
-    files.set(game.id, input.file)
+    // The id equals the file name (rules.ts), so ids are unique as file names in one directory are.
     games.set(game.id, game)
     const own: LeaderboardConfig[] = []
     const lb = game.leaderboards

@@ -1,0 +1,153 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { readFileSync, readdirSync } from 'node:fs'
+import path from 'node:path'
+import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
+
+const FIXTURES = path.join(ROOT, 'test/fixtures/catalogue')
+const SCREENSHOTS = path.join(ROOT, 'test/fixtures/screenshots')
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Run `bin/platform check` (the real executable) against a manifests directory. */
+function check(manifestsDir: string, screenshotsDir = tempDir()): Promise<Run> {
+  return new Promise((resolve) => {
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, MANIFESTS_DIR: manifestsDir, SCREENSHOTS_DIR: screenshotsDir, DATA_DIR: tempDir() }
+    execFile(path.join(ROOT, 'bin/platform'), ['check'], { env, cwd: ROOT }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
+    })
+  })
+}
+
+const F = 'broken-game.json'
+const BOARD_TYPES =
+  '"win_loss", "best", "incr", "set", "time_best", "high_score", "highest_score", "score", "hashrate", "wealth", "wins", "elo", "mastery", "kills", "rating", "coop_pve_run"'
+
+/** One fixture directory per rule of CONTRACT §5, with the exact lines `check` must print. */
+const CASES: Record<string, string[]> = {
+  'missing-field': [`${F}: $.title: is required`],
+  'wrong-type': [`${F}: $.rating.count: must be an integer`],
+  'bad-enum': [`${F}: $.status: must be one of "available", "beta"`],
+  'unknown-field': [`${F}: $.color: is not a known field`],
+  'min-above-max': [`${F}: $.playerCount.min: must be <= $.playerCount.max (4 > 2)`],
+  'iframe-playurl': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
+  'native-playurl': [`${F}: $.playUrl: must be "/play/broken-game" for a native-component game`],
+  'absolute-thumbnail': [`${F}: $.thumbnail: must be a relative path (no scheme, no //, no spaces)`],
+  'default-not-in-ids': [`${F}: $.leaderboards.default: "weekly" is not among leaderboards.ids`],
+  'config-key-not-in-ids': [`${F}: $.leaderboards.configs["extra-board"]: "extra-board" is not among leaderboards.ids`],
+  'cron-four-fields': [
+    `${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression (minute hour day month weekday) or null, got 4 field(s)`,
+  ],
+  'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: CronPattern: Invalid value for minute: 61`],
+  'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
+  'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],
+  'duplicate-board-id': [`${F}: $.leaderboards.ids[1]: duplicate leaderboard id "main"`],
+  'disabled-with-fields': [
+    `${F}: $.leaderboards.default: must be absent when leaderboards.enabled is false`,
+    `${F}: $.leaderboards.ids: must be absent when leaderboards.enabled is false`,
+    `${F}: $.leaderboards.configs: must be absent when leaderboards.enabled is false`,
+  ],
+  'missing-default': [`${F}: $.leaderboards.default: is required unless leaderboards.enabled is false`],
+  'matchmaking-without-reason': [`${F}: $.matchmaking.reason: is required when matchmaking.enabled is false`],
+  'bad-board-type': [`${F}: $.leaderboards.configs.main.type: must be one of ${BOARD_TYPES}`],
+  'bad-sort-order': [`${F}: $.leaderboards.configs.main.sortOrder: must be one of "desc", "asc", "descending", "ascending"`],
+  'bad-version': [`${F}: $.version: must be a semantic version like 1.2.3`],
+  'bad-capture': [`${F}: $.verifiedPlayCapture.result: must be one of "visible", "timeout"`],
+  'several-problems': [
+    `${F}: $.engine: is required`,
+    `${F}: $.rating.average: must be <= 5`,
+    `${F}: $.status: must be one of "available", "beta"`,
+  ],
+  'board-conflict': [
+    'b-game.json: $.leaderboards.ids[0]: leaderboard "shared" is also declared by a-game.json with a different config (operator "best" vs "set")',
+  ],
+}
+
+t.test('bin/platform check prints the exact problem line of each broken manifest and exits 1', async (t) => {
+  const dirs = readdirSync(FIXTURES).filter((d) => !['valid', 'board-shared-same-config', 'capture-from-screenshots', 'invalid-json'].includes(d))
+  t.same(dirs.sort(), Object.keys(CASES).sort(), 'every fixture directory has its expected lines')
+  const entries = Object.entries(CASES)
+  const runs: Run[] = []
+  // Four at a time: each run is a process start.
+  for (let i = 0; i < entries.length; i += 4) {
+    runs.push(...(await Promise.all(entries.slice(i, i + 4).map(([name]) => check(path.join(FIXTURES, name))))))
+  }
+  for (const [i, [name, lines]] of entries.entries()) {
+    const run = runs[i]!
+    t.equal(run.code, 1, `${name}: exit 1`)
+    t.equal(run.stderr, lines.map((l) => l + '\n').join(''), `${name}: problem lines`)
+    t.notMatch(run.stderr, /\n\s+at /, `${name}: no stack trace`)
+  }
+})
+
+t.test('a file that is not JSON names the parser error', async (t) => {
+  const dir = path.join(FIXTURES, 'invalid-json')
+  let message = ''
+  try {
+    JSON.parse(readFileSync(path.join(dir, F), 'utf8'))
+  } catch (err) {
+    message = (err as Error).message
+  }
+  const run = await check(dir)
+  t.equal(run.code, 1)
+  t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
+})
+
+t.test('a missing manifests directory is one problem line', async (t) => {
+  const dir = path.join(tempDir(), 'nowhere')
+  const run = await check(dir)
+  t.equal(run.code, 1)
+  t.equal(run.stderr, `${dir}: $: cannot read the manifests (ENOENT)\n`)
+})
+
+t.test('two games may share a leaderboard id when its resolved config is the same', async (t) => {
+  const run = await check(path.join(FIXTURES, 'board-shared-same-config'))
+  t.equal(run.stderr, '')
+  t.equal(run.code, 0)
+  t.equal(run.stdout, 'catalogue ok: 2 games, 1 leaderboards\n')
+})
+
+t.test('an omitted capture is read from SCREENSHOTS_DIR and validated there', async (t) => {
+  const dir = path.join(FIXTURES, 'capture-from-screenshots')
+  t.equal((await check(dir)).code, 0, 'no capture file: null')
+  t.equal((await check(dir, path.join(SCREENSHOTS, 'good'))).code, 0, 'a good capture file')
+  const bad = await check(dir, path.join(SCREENSHOTS, 'bad'))
+  const file = path.join(SCREENSHOTS, 'bad/games/broken-game/latest.json')
+  t.equal(bad.code, 1)
+  t.equal(
+    bad.stderr,
+    [
+      `${file}: $.playUrl: is required`,
+      `${file}: $.imageUrl: is required`,
+      `${file}: $.metadataUrl: is required`,
+      `${file}: $.source: is required`,
+      `${file}: $.viewport: is required`,
+      `${file}: $.notes: is required`,
+      `${file}: $.capturedAt: must be an ISO 8601 timestamp with Z or an offset`,
+    ].map((l) => l + '\n').join(''),
+  )
+})
+
+t.test('every file in manifests/ passes bin/platform check', async (t) => {
+  const run = await check(path.join(ROOT, 'manifests'))
+  t.equal(run.stderr, '')
+  t.equal(run.code, 0)
+  const games = readdirSync(path.join(ROOT, 'manifests')).filter((f) => f.endsWith('.json')).length
+  t.ok(games >= 12, 'at least 12 games')
+  t.match(run.stdout, new RegExp(`^catalogue ok: ${games} games, \\d+ leaderboards\\n$`))
+})
+
+t.test('an invalid catalogue stops the start with exit 1 and the same lines', async (t) => {
+  for (const name of ['min-above-max', 'board-conflict']) {
+    const lines = CASES[name]!.map((l) => l + '\n').join('')
+    const error = await startPlatform({ env: { MANIFESTS_DIR: path.join(FIXTURES, name) } }).then(
+      () => new Error('started'),
+      (err: Error) => err,
+    )
+    t.equal(error.message, `process exited (1) before ready: ${lines}`, `${name}: exit 1, only the problem lines on stderr`)
+  }
+})

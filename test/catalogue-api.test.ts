@@ -1,0 +1,221 @@
+import t from 'tap'
+import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import path from 'node:path'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import { Cron } from 'croner'
+import { ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+
+const MANIFESTS = path.join(ROOT, 'manifests')
+const CAPTURE_FIXTURE = path.join(ROOT, 'test/fixtures/screenshots/good/games/broken-game')
+
+/** CONTRACT §5 applied by hand to every board of manifests/: [operator, sortOrder, resetSchedule, authoritative]. */
+const RESOLVED: Record<string, [string, string, string | null, boolean]> = {
+  'lantern-lap-time': ['best', 'asc', '0 0 * * 1', false], // time_best: asc
+  'lantern-drift-score': ['best', 'desc', null, false], // high_score, "descending"
+  'mossback-elo': ['set', 'desc', null, true], // elo
+  'mossback-wins': ['incr', 'desc', '0 0 1 * *', false], // wins
+  'tidepool-moves': ['best', 'asc', null, false], // "ascending"
+  'cinder-wealth': ['set', 'desc', '0 0 1 * *', false],
+  'cinder-hashrate': ['set', 'desc', null, false], // hashrate
+  'hollow-runs': ['best', 'desc', '0 12 * * 5', true], // coop_pve_run: best
+  'skyline-kills': ['incr', 'desc', '0 0 * * *', false], // kills
+  'skyline-record': ['incr', 'desc', null, false], // win_loss
+  'pebble-rating': ['set', 'desc', null, false], // rating
+  'pebble-mastery': ['set', 'desc', '30 4 * * 1-5', false], // mastery
+  'gravel-strokes': ['best', 'asc', null, false], // score, "asc"
+  'gravel-holes': ['incr', 'desc', null, false], // incr
+  'neon-highest': ['best', 'desc', null, false], // highest_score
+  'neon-last-run': ['set', 'desc', null, false], // set
+  'arcade-weekly': ['best', 'desc', '0 0 * * 0', false], // score, shared by two games
+  'rune-best': ['best', 'desc', null, false], // best
+}
+
+function manifests(): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {}
+  for (const file of readdirSync(MANIFESTS).filter((f) => f.endsWith('.json')).sort()) {
+    out[file.slice(0, -5)] = JSON.parse(readFileSync(path.join(MANIFESTS, file), 'utf8'))
+  }
+  return out
+}
+
+function json(res: RawResponse): any {
+  return JSON.parse(res.body.toString('utf8'))
+}
+
+let platform: RunningProcess
+const capture = JSON.parse(readFileSync(path.join(CAPTURE_FIXTURE, 'latest.json'), 'utf8'))
+const png = readFileSync(path.join(CAPTURE_FIXTURE, 'latest.png'))
+
+t.before(async () => {
+  const screenshots = tempDir()
+  const dir = path.join(screenshots, 'games', 'marble-maze-lab')
+  mkdirSync(dir, { recursive: true })
+  copyFileSync(path.join(CAPTURE_FIXTURE, 'latest.json'), path.join(dir, 'latest.json'))
+  copyFileSync(path.join(CAPTURE_FIXTURE, 'latest.png'), path.join(dir, 'latest.png'))
+  platform = await startPlatform({ env: { SCREENSHOTS_DIR: screenshots } })
+})
+t.teardown(() => platform?.stop())
+
+/** What the list serves for each manifest: as written, with verifiedPlayCapture filled in. */
+function served(): Record<string, Record<string, unknown>> {
+  const games = manifests()
+  for (const [id, game] of Object.entries(games)) {
+    if (!('verifiedPlayCapture' in game)) game.verifiedPlayCapture = id === 'marble-maze-lab' ? capture : null
+  }
+  return games
+}
+
+t.test('GET /api/games answers every manifest as written, in file-name order', async (t) => {
+  const res = await rawRequest(platform.url, 'GET', '/api/games')
+  t.equal(res.status, 200)
+  t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(res.headers['vary'], 'Origin, Accept-Encoding')
+  t.equal(res.headers['cache-control'], 'public, max-age=60, must-revalidate')
+  t.match(res.headers['etag'], /^"[A-Za-z0-9_-]+"$/, 'a strong ETag')
+  t.equal(res.headers['content-length'], String(res.body.length))
+  t.strictSame(json(res), { success: true, games: Object.values(served()) })
+  t.equal(json(res).games.find((g: any) => g.id === 'quill-and-quarry').verifiedPlayCapture, null, 'omitted and no capture file: null')
+})
+
+t.test('GET /api/games/{id} is the list entry plus leaderboardDetails, resolved per CONTRACT §5', async (t) => {
+  const games = served()
+  const seen = new Set<string>()
+  for (const [id, game] of Object.entries(games)) {
+    const res = await rawRequest(platform.url, 'GET', `/api/games/${id}`)
+    t.equal(res.status, 200, id)
+    const lb = game.leaderboards as { enabled?: boolean; ids?: string[] } | undefined
+    const ids = lb && lb.enabled !== false ? lb.ids ?? [] : []
+    const details: Record<string, unknown> = {}
+    for (const board of ids) {
+      const [operator, sortOrder, resetSchedule] = RESOLVED[board]!
+      const next = resetSchedule === null ? null : new Cron(resetSchedule, { timezone: 'UTC' }).nextRun(new Date())!.toISOString()
+      details[board] = { operator, sortOrder, resetSchedule, nextResetAt: next }
+      seen.add(board)
+    }
+    t.strictSame(json(res), { success: true, ...game, leaderboardDetails: details }, `${id} detail`)
+  }
+  t.same([...seen].sort(), Object.keys(RESOLVED).sort(), 'the table covers every board of manifests/')
+  const disabled = json(await rawRequest(platform.url, 'GET', '/api/games/orbit-orchard'))
+  t.strictSame(disabled.leaderboardDetails, {}, '{enabled: false}: no boards')
+})
+
+t.test('an unknown game id is 404 GAME_NOT_FOUND', async (t) => {
+  const res = await rawRequest(platform.url, 'GET', '/api/games/no-such-game')
+  t.equal(res.status, 404)
+  t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+  t.strictSame(json(res), { error: 'no game "no-such-game"', code: 'GAME_NOT_FOUND' })
+})
+
+t.test('POST /api/games is 405 with Allow', async (t) => {
+  const res = await rawRequest(platform.url, 'POST', '/api/games', { 'content-type': 'application/json' }, '{}')
+  t.equal(res.status, 405)
+  t.equal(res.headers['allow'], 'GET, HEAD')
+  t.strictSame(json(res), { error: 'POST not allowed', code: 'METHOD_NOT_ALLOWED' })
+})
+
+for (const target of ['/api/games', '/api/games/lantern-drift']) {
+  t.test(`${target}: 304 on If-None-Match in every form, 200 on a stale tag`, async (t) => {
+    const first = await rawRequest(platform.url, 'GET', target)
+    const etag = first.headers['etag']!
+    for (const inm of [etag, `W/${etag}`, `"stale", ${etag}`, `"stale",W/${etag}`, '*']) {
+      const res = await rawRequest(platform.url, 'GET', target, { 'if-none-match': inm })
+      t.equal(res.status, 304, `If-None-Match: ${inm}`)
+      t.equal(res.body.length, 0)
+      t.equal(res.headers['etag'], etag)
+      t.equal(res.headers['vary'], 'Origin, Accept-Encoding')
+      t.match(res.headers['cache-control'], /^public, max-age=\d+, must-revalidate$/)
+    }
+    const gz = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'gzip' })
+    const revalidated = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'gzip', 'if-none-match': gz.headers['etag']! })
+    t.equal(revalidated.status, 304, 'the gzip variant revalidates with its own tag')
+    t.equal(revalidated.headers['etag'], gz.headers['etag'])
+    const stale = await rawRequest(platform.url, 'GET', target, { 'if-none-match': '"stale", W/"older"' })
+    t.equal(stale.status, 200)
+    t.same(stale.body, first.body)
+  })
+
+  t.test(`${target}: gzip and brotli round trips give the identity bytes`, async (t) => {
+    const identity = await rawRequest(platform.url, 'GET', target)
+    t.equal(identity.headers['content-encoding'], undefined)
+    const gz = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'gzip' })
+    t.equal(gz.headers['content-encoding'], 'gzip')
+    t.equal(gz.headers['content-length'], String(gz.body.length))
+    t.ok(gz.body.length < identity.body.length, 'smaller')
+    t.same(gunzipSync(gz.body), identity.body)
+    const br = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'gzip, deflate, br' })
+    t.equal(br.headers['content-encoding'], 'br', 'brotli preferred at equal q')
+    t.same(brotliDecompressSync(br.body), identity.body)
+    const tags = new Set([identity, gz, br].map((r) => r.headers['etag']))
+    t.equal(tags.size, 3, 'each encoding has its own strong ETag')
+    for (const r of [identity, gz, br]) t.equal(r.headers['vary'], 'Origin, Accept-Encoding')
+  })
+}
+
+t.test('Accept-Encoding q-values pick the encoding; refusing everything falls back to identity', async (t) => {
+  const cases: [string, string | undefined][] = [
+    ['gzip;q=0.5, br;q=0.1', 'gzip'],
+    ['br;q=0.2, gzip;q=0.9', 'gzip'],
+    ['br, gzip;q=0.9', 'br'],
+    ['*', 'br'],
+    ['gzip;q=0, br;q=0', undefined],
+    ['identity;q=0, *;q=0', undefined],
+    ['deflate', undefined],
+    ['GZIP', 'gzip'],
+    ['', undefined],
+  ]
+  for (const [accept, encoding] of cases) {
+    const res = await rawRequest(platform.url, 'GET', '/api/games', { 'accept-encoding': accept })
+    t.equal(res.status, 200)
+    t.equal(res.headers['content-encoding'], encoding, `Accept-Encoding: ${accept}`)
+  }
+})
+
+t.test('HEAD answers the headers of GET without a body', async (t) => {
+  for (const [target, headers] of [['/api/games', {}], ['/api/games/hollow-keep', { 'accept-encoding': 'br' }]] as const) {
+    const get = await rawRequest(platform.url, 'GET', target, headers)
+    const head = await rawRequest(platform.url, 'HEAD', target, headers)
+    t.equal(head.status, 200)
+    t.equal(head.body.length, 0)
+    for (const name of ['content-length', 'content-type', 'content-encoding', 'etag', 'vary', 'cache-control']) {
+      t.equal(head.headers[name], get.headers[name], `${target} ${name}`)
+    }
+  }
+})
+
+t.test('CORS: an allowed origin gets its headers, a foreign one is answered without them', async (t) => {
+  const allowed = await rawRequest(platform.url, 'GET', '/api/games', { origin: 'http://127.0.0.1:3000' })
+  t.equal(allowed.headers['access-control-allow-origin'], 'http://127.0.0.1:3000')
+  t.equal(allowed.headers['access-control-allow-credentials'], 'true')
+  t.match(allowed.headers['access-control-expose-headers'], /ETag/)
+  const foreign = await rawRequest(platform.url, 'GET', '/api/games', { origin: 'https://evil.example' })
+  t.equal(foreign.status, 200)
+  t.equal(foreign.headers['access-control-allow-origin'], undefined)
+  t.equal(foreign.headers['vary'], 'Origin, Accept-Encoding')
+})
+
+t.test('/screenshots/ serves SCREENSHOTS_DIR with its types, and nothing outside it', async (t) => {
+  const image = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/latest.png')
+  t.equal(image.status, 200)
+  t.equal(image.headers['content-type'], 'image/png')
+  t.equal(image.headers['x-content-type-options'], 'nosniff')
+  t.same(image.body, png)
+  const again = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/latest.png', { 'if-none-match': image.headers['etag']! })
+  t.equal(again.status, 304)
+  const meta = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/latest.json')
+  t.equal(meta.headers['content-type'], 'application/json; charset=utf-8')
+  t.strictSame(json(meta), capture)
+  for (const target of [
+    '/screenshots/games/marble-maze-lab/missing.png',
+    '/screenshots/games/marble-maze-lab/..%2F..%2F..%2Fetc%2Fpasswd',
+    '/screenshots/games/..%2F..%2Fetc/passwd',
+    '/screenshots/games/marble-maze-lab/%2e%2e',
+    '/screenshots/games/../../../../etc/passwd',
+    '/screenshots/games/marble-maze-lab/.hidden.json',
+    '/screenshots/games/marble-maze-lab/latest.sh',
+  ]) {
+    const res = await rawRequest(platform.url, 'GET', target)
+    t.equal(res.status, 404, target)
+    t.match(res.headers['content-type'], /^text\/html/, `${target}: a page, not JSON`)
+  }
+})

@@ -1,0 +1,37 @@
+import http from 'node:http'
+
+/** A response as received: status, headers, and the body's bytes undecoded (no decompression). */
+export interface RawResponse {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: Buffer
+}
+
+/**
+ * One HTTP request with exactly the given headers (fetch adds Accept-Encoding and decompresses;
+ * these tests need the bytes on the wire). The path is sent as written, dot segments included.
+ */
+export function rawRequest(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<RawResponse> {
+  const url = new URL(base)
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** Poll `logs` until an entry with `event` appears after index `from`; resolves with it. */
+export async function waitForLog(logs: Record<string, unknown>[], event: string, from = 0, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const found = logs.slice(from).find((entry) => entry.event === event)
+    if (found) return found
+    if (Date.now() > deadline) throw new Error(`no ${event} log line within ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}

@@ -12,8 +12,9 @@ export function cronProblem(expr: string): string | null {
 }
 
 function findProblem(expr: string): string | null {
-  const fields = expr.trim().split(/\s+/)
-  if (fields.length !== 5 || expr.trim() === '') {
+  const trimmed = expr.trim()
+  const fields = trimmed === '' ? [] : trimmed.split(/\s+/)
+  if (fields.length !== 5) {
     return `must be a five-field cron expression (minute hour day month weekday) or null, got ${fields.length} field(s)`
   }
   let cron: Cron

@@ -1,0 +1,75 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { resolveLeaderboard } from '../lib/catalogue/resolve.js'
+import { cronProblem } from '../lib/catalogue/schedule.js'
+import { buildCatalogue } from '../lib/catalogue/build.js'
+import { ROOT } from './helpers/platform.js'
+
+t.test('leaderboard resolution follows CONTRACT §5 for every type, operator and sortOrder spelling', async (t) => {
+  // [type, operator implied, sortOrder implied]
+  const byType: [string, string, string][] = [
+    ['incr', 'incr', 'desc'], ['wins', 'incr', 'desc'], ['kills', 'incr', 'desc'], ['win_loss', 'incr', 'desc'],
+    ['set', 'set', 'desc'], ['elo', 'set', 'desc'], ['rating', 'set', 'desc'], ['mastery', 'set', 'desc'],
+    ['wealth', 'set', 'desc'], ['hashrate', 'set', 'desc'],
+    ['best', 'best', 'desc'], ['time_best', 'best', 'asc'], ['high_score', 'best', 'desc'],
+    ['highest_score', 'best', 'desc'], ['score', 'best', 'desc'], ['coop_pve_run', 'best', 'desc'],
+  ]
+  for (const [type, operator, sortOrder] of byType) {
+    t.strictSame(
+      resolveLeaderboard('b', { type: type as never }),
+      { id: 'b', operator, sortOrder, resetSchedule: null, authoritative: false },
+      `type ${type}`,
+    )
+  }
+  t.strictSame(resolveLeaderboard('b', undefined), { id: 'b', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: false }, 'no config')
+  t.strictSame(resolveLeaderboard('b', {}), { id: 'b', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: false }, 'empty config')
+  for (const [written, resolved] of [['desc', 'desc'], ['descending', 'desc'], ['asc', 'asc'], ['ascending', 'asc']] as const) {
+    t.equal(resolveLeaderboard('b', { sortOrder: written }).sortOrder, resolved, `sortOrder ${written}`)
+    t.equal(resolveLeaderboard('b', { type: 'time_best', sortOrder: written }).sortOrder, resolved, `time_best with sortOrder ${written}`)
+  }
+  for (const operator of ['incr', 'set', 'best'] as const) {
+    t.equal(resolveLeaderboard('b', { type: 'wins', operator }).operator, operator, `an explicit ${operator} wins over the type`)
+  }
+  t.strictSame(
+    resolveLeaderboard('b', { type: 'elo', authoritative: true, resetSchedule: ' 0  0 * * 1 ' }),
+    { id: 'b', operator: 'set', sortOrder: 'desc', resetSchedule: '0 0 * * 1', authoritative: true },
+    'authoritative kept, schedule whitespace normalized',
+  )
+  t.equal(resolveLeaderboard('b', { resetSchedule: null }).resetSchedule, null)
+})
+
+t.test('reset schedules: five fields that croner accepts and that fire', async (t) => {
+  const cases: [string, string | null][] = [
+    ['0 0 * * 1', null],
+    ['*/15 * * * *', null],
+    ['30 4 * * 1-5', null],
+    ['0 0 * * MON', null],
+    ['0 0 * * * *', 'must be a five-field cron expression (minute hour day month weekday) or null, got 6 field(s)'],
+    ['@daily', 'must be a five-field cron expression (minute hour day month weekday) or null, got 1 field(s)'],
+    ['', 'must be a five-field cron expression (minute hour day month weekday) or null, got 0 field(s)'],
+    ['0 0 30 2 *', 'is a cron expression that never fires'],
+    ['0 25 * * *', 'is not a valid cron expression: CronPattern: Invalid value for hour: 25'],
+  ]
+  for (const [expr, problem] of cases) t.equal(cronProblem(expr), problem, JSON.stringify(expr))
+})
+
+t.test('a detail is re-serialized once its nextResetAt has passed, with a new ETag', async (t) => {
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  base.leaderboards.configs.main.resetSchedule = '0 * * * *'
+  const start = Date.parse('2026-01-01T10:30:00Z')
+  const built = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify(base) }], start)
+  const catalogue = built.catalogue!
+  const details = (at: number) => JSON.parse(catalogue.detail('broken-game', at)!.identity.body.toString()).leaderboardDetails.main
+  const first = catalogue.detail('broken-game', start)!
+  t.equal(details(start).nextResetAt, '2026-01-01T11:00:00.000Z')
+  t.equal(first.expiresAt, Date.parse('2026-01-01T11:00:00Z'))
+  t.equal(catalogue.detail('broken-game', Date.parse('2026-01-01T10:59:59.999Z')), first, 'the same bytes until the reset')
+  const after = catalogue.detail('broken-game', Date.parse('2026-01-01T11:00:00Z'))!
+  t.not(after, first)
+  t.not(after.identity.etag, first.identity.etag)
+  t.equal(details(Date.parse('2026-01-01T11:00:00Z')).nextResetAt, '2026-01-01T12:00:00.000Z')
+  t.equal(catalogue.detail('broken-game', Date.parse('2026-01-01T11:30:00Z')), after, 'then kept again')
+  t.equal(catalogue.detail('other', start), undefined)
+  t.equal(catalogue.list.expiresAt, Infinity, 'the list carries no reset times')
+})

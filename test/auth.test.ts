@@ -150,9 +150,20 @@ t.test('login: malformed bodies are 400 and do not sign in', async (t) => {
   const c = client()
   await expectError(t, await c.post('/api/auth/login', '{'), 400, 'INVALID_JSON')
   await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser' }), 400, 'VALIDATION_FAILED', 'missing password')
-  await expectError(t, await c.post('/api/auth/login', { username: 'x', password: 'the password' }), 400, 'VALIDATION_FAILED', 'name outside the rule')
-  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: 'short' }), 400, 'VALIDATION_FAILED', 'short password')
+  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: '' }), 400, 'VALIDATION_FAILED', 'empty password')
+  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: 'p'.repeat(257) }), 400, 'VALIDATION_FAILED', 'password too long')
+  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: 12345678 }), 400, 'VALIDATION_FAILED', 'password a number')
   await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: 'the password', x: 1 }), 400, 'VALIDATION_FAILED', 'extra field')
+  await expectError(t, await c.post('/api/auth/login', '{"username":"LoginUser","password":"the password","__proto__":{}}'), 400, 'VALIDATION_FAILED', '__proto__ key')
+  t.equal(sessionOf(c), undefined)
+})
+
+t.test('login: a pair no account can have is a wrong credential (401), not a hint of which part is wrong', async (t) => {
+  const c = client()
+  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser', password: 'short' }), 401, 'INVALID_CREDENTIALS', 'a password shorter than 8')
+  await expectError(t, await c.post('/api/auth/login', { username: 'x', password: 'the password' }), 401, 'INVALID_CREDENTIALS', 'a name outside the rule')
+  await expectError(t, await c.post('/api/auth/login', { username: '__proto__', password: 'the password' }), 401, 'INVALID_CREDENTIALS', '__proto__ as the name')
+  await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser\u0000', password: 'the password' }), 401, 'INVALID_CREDENTIALS', 'a control character')
   t.equal(sessionOf(c), undefined)
 })
 

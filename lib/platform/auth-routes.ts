@@ -4,7 +4,7 @@ import { HttpError, rateLimited } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
-import { CredentialsBody, EmptyBody } from './schemas.js'
+import { EmptyBody, LoginBody, RegisterBody } from './schemas.js'
 import { requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
@@ -44,14 +44,14 @@ export function authRoutes(router: Router, app: App): void {
 
   router.add('POST', '/api/auth/register', (ctx) =>
     signIn(ctx, async () => {
-      const { username, password } = await readBody(ctx.req, CredentialsBody)
+      const { username, password } = await readBody(ctx.req, RegisterBody)
       return app.backend.register(username, password)
     }),
   )
 
   router.add('POST', '/api/auth/login', (ctx) =>
     signIn(ctx, async () => {
-      const { username, password } = await readBody(ctx.req, CredentialsBody)
+      const { username, password } = await readBody(ctx.req, LoginBody)
       return app.backend.login(username, password)
     }),
   )

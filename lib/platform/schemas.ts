@@ -10,12 +10,21 @@ const Username = Type.String({ minLength: 3, maxLength: 24, pattern: '^[A-Za-z0-
 // surrogates are refused: they are not characters, and UTF-8 would turn them all into U+FFFD.
 const Password = Type.String({ minLength: 8, maxLength: 256, pattern: '^[^\\uD800-\\uDFFF]*$' })
 
+/** `POST /api/auth/register`: `{username, password}` under the rules above, nothing else. */
+export const RegisterBody = Compile(Type.Object({ username: Username, password: Password }, { additionalProperties: false }))
+
 /**
- * `POST /api/auth/register` and `POST /api/auth/login`: `{username, password}`, nothing else.
- * Login holds both to the same rule: a value no account can have is a bad request (400), and
- * only a well-formed wrong pair is a failed sign-in (401, counted by the sign-in limit).
+ * `POST /api/auth/login`: `{username, password}`, nothing else, each a non-empty string of at
+ * most 256 characters. Within that, a pair no account can have (a short password, a name outside
+ * today's rule) is a wrong credential, 401, counted by the sign-in limit: login does not tell
+ * which part was wrong.
  */
-export const CredentialsBody = Compile(Type.Object({ username: Username, password: Password }, { additionalProperties: false }))
+export const LoginBody = Compile(
+  Type.Object(
+    { username: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: 256 }) },
+    { additionalProperties: false },
+  ),
+)
 
 /** `PUT /api/user/username`: `{username}`, nothing else. */
 export const UsernameBody = Compile(Type.Object({ username: Username }, { additionalProperties: false }))

@@ -4,7 +4,9 @@ import type { RankKey } from './leaderboard.js'
 const MAX_LEVEL = 32
 const PROMOTE = 0.25
 
-interface SkipNode<K> {
+// The rank key is copied into the node so a comparison reads the node it is already at instead of
+// following a pointer to the entry: one cache miss less on each of the ~40 steps at 1M entries.
+interface SkipNode<K> extends RankKey {
   key: K
   next: (SkipNode<K> | null)[]
   /** How many entries link i skips: the distance in ranks to next[i] (to the end when null). */
@@ -32,7 +34,7 @@ export class RankIndex<K extends RankKey> {
 
   constructor(compare: (a: RankKey, b: RankKey) => number) {
     this.#compare = compare
-    this.#head = { key: undefined as unknown as K, next: new Array(MAX_LEVEL).fill(null), span: new Array(MAX_LEVEL).fill(0) }
+    this.#head = newNode(undefined as unknown as K, MAX_LEVEL)
   }
 
   /** Build from entries in one pass (they are sorted first unless already in rank order). */
@@ -90,7 +92,7 @@ export class RankIndex<K extends RankKey> {
     const update = this.#update
     let x = this.#head
     for (let i = this.#level - 1; i >= 0; i--) {
-      for (let n = x.next[i]; n && this.#compare(n.key, key) < 0; n = x.next[i]) x = n
+      for (let n = x.next[i]; n && this.#compare(n, key) < 0; n = x.next[i]) x = n
       update[i] = x
     }
     const node = x.next[0]!
@@ -130,7 +132,7 @@ export class RankIndex<K extends RankKey> {
     let x = this.#head
     let count = 0
     for (let i = this.#level - 1; i >= 0; i--) {
-      for (let n = x.next[i]; n && this.#compare(n.key, key) <= 0; n = x.next[i]) {
+      for (let n = x.next[i]; n && this.#compare(n, key) <= 0; n = x.next[i]) {
         count += x.span[i]!
         x = n
       }
@@ -144,7 +146,7 @@ export class RankIndex<K extends RankKey> {
     let x = this.#head
     for (let i = this.#level - 1; i >= 0; i--) {
       rank[i] = i === this.#level - 1 ? 0 : rank[i + 1]!
-      for (let n = x.next[i]; n && this.#compare(n.key, key) < 0; n = x.next[i]) {
+      for (let n = x.next[i]; n && this.#compare(n, key) < 0; n = x.next[i]) {
         rank[i]! += x.span[i]!
         x = n
       }
@@ -172,8 +174,10 @@ export class RankIndex<K extends RankKey> {
   }
 }
 
-function newNode<K>(key: K, level: number): SkipNode<K> {
-  return { key, next: new Array(level).fill(null), span: new Array(level).fill(0) }
+function newNode<K extends RankKey>(key: K, level: number): SkipNode<K> {
+  const next: (SkipNode<K> | null)[] = new Array(level).fill(null)
+  const span: number[] = new Array(level).fill(0)
+  return key ? { score: key.score, subscore: key.subscore, ownerId: key.ownerId, key, next, span } : { score: 0, subscore: 0, ownerId: '', key, next, span }
 }
 
 function randomLevel(): number {

@@ -31,6 +31,11 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
+  // A checkpoint fsyncs the database file; every 10,000 WAL pages (~40 MB) instead of SQLite's
+  // 1,000 keeps those stalls off most commits. A 64 MiB page cache holds the hot B-tree pages of
+  // a million-record leaderboard, so a write rarely reads a page back from the OS.
+  db.pragma('wal_autocheckpoint = 10000')
+  db.pragma('cache_size = -65536')
   migrate(db, migrations)
   return db
 }

@@ -1,7 +1,48 @@
 import type http from 'node:http'
+import { STATUS_CODES } from 'node:http'
+import net from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { PlatformConfig } from '../config.js'
 
-/** Forward `/terminal-ws/` upgrades to the bridge (stub until the terminal issue lands). */
+/** The public prefix the bridge is reached under (spec terminal-bridge §1). */
+const PREFIX = '/terminal-ws/'
+/** A bridge that does not answer the connect within this long counts as down. */
+const CONNECT_TIMEOUT_MS = 5_000
+
+function refuse(socket: Duplex, status: number): void {
+  const message = status === 502 ? 'terminal bridge unavailable' : STATUS_CODES[status] ?? ''
+  socket.once('finish', () => socket.destroy())
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`)
+}
+
+/**
+ * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
+ * stripped, as the reverse proxy does in production (CONTRACT §1), so `npm start` serves the whole
+ * product on one origin. The request goes on as it came (Origin included: the bridge checks it);
+ * then the two sockets are piped. 502 when the bridge is down; other upgrade paths get 404.
+ */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): void {
-  void server, config
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy())
+    const target = req.url ?? '/'
+    if (!target.startsWith(PREFIX)) return refuse(socket, 404)
+    const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
+    upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
+    let connected = false
+    upstream.once('error', () => (connected ? socket.destroy() : refuse(socket, 502)))
+    upstream.once('connect', () => {
+      connected = true
+      upstream.setTimeout(0)
+      upstream.setNoDelay(true)
+      if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
+      const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
+      upstream.write(lines.join('\r\n') + '\r\n\r\n')
+      if (head.length > 0) upstream.write(head)
+      upstream.pipe(socket as net.Socket)
+      socket.pipe(upstream)
+      upstream.on('close', () => socket.destroy())
+      socket.on('close', () => upstream.destroy())
+    })
+  })
 }

@@ -1,8 +1,114 @@
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { HttpError } from '../http/errors.js'
+import { escapeHtml, html, json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
+import { loadSecret } from '../secrets.js'
+import { mintTicket } from '../ticket.js'
 import type { App } from './app.js'
+import { checkDevGate } from './dev-gate.js'
 
-/** Routes of this module (stub until its issue lands). */
+const require = createRequire(import.meta.url)
+/** The page's own files: the source tree's lib/platform/terminal-page (tsc does not copy them to dist). */
+const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../lib/platform/terminal-page')
+const XTERM_DIR = path.dirname(path.dirname(require.resolve('@xterm/xterm')))
+const FIT_DIR = path.dirname(path.dirname(require.resolve('@xterm/addon-fit')))
+
+/** Served from the installed packages and the page directory; no CDN. */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  'xterm.js': { file: path.join(XTERM_DIR, 'lib/xterm.js'), type: 'text/javascript' },
+  'xterm.css': { file: path.join(XTERM_DIR, 'css/xterm.css'), type: 'text/css' },
+  'addon-fit.js': { file: path.join(FIT_DIR, 'lib/addon-fit.js'), type: 'text/javascript' },
+  'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
+  'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
+}
+
+/**
+ * Scripts, styles and connections from this origin only. xterm's DOM renderer writes its theme
+ * into <style> elements it creates, which CSP counts as inline style; scripts stay 'self' only.
+ */
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+const PAGE_HEADERS = {
+  'content-security-policy': CSP,
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+}
+
+const TERMINAL_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Playfield developer terminal</title>
+<link rel="stylesheet" href="/dev/terminal/assets/xterm.css">
+<link rel="stylesheet" href="/dev/terminal/assets/terminal.css">
+</head>
+<body>
+<header><strong>Playfield terminal</strong> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button></header>
+<main id="terminal"></main>
+<script src="/dev/terminal/assets/xterm.js"></script>
+<script src="/dev/terminal/assets/addon-fit.js"></script>
+<script src="/dev/terminal/assets/terminal.js"></script>
+</body>
+</html>
+`
+
+function refusalPage(status: 401 | 403, reason: string): string {
+  const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>${title}</title><link rel="stylesheet" href="/dev/terminal/assets/terminal.css"></head>
+<body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p></body>
+</html>
+`
+}
+
+const assetCache = new Map<string, Buffer>()
+
+/** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
 export function terminalRoutes(router: Router, app: App): void {
-  void router
-  void app
+  const ticketKeys = loadSecret(app.config.dataDir, 'terminal-ticket-secret', app.config.ticketSecret)
+
+  router.add('GET', '/dev/terminal', async (ctx) => {
+    const gate = await checkDevGate(app, ctx)
+    if (!gate.admitted) return html(ctx.res, gate.status, refusalPage(gate.status, gate.reason), PAGE_HEADERS)
+    html(ctx.res, 200, TERMINAL_PAGE, PAGE_HEADERS)
+  })
+
+  router.add('POST', '/dev/terminal/ticket', async (ctx) => {
+    const gate = await checkDevGate(app, ctx)
+    if (!gate.admitted) {
+      throw gate.status === 401 ? new HttpError(401, 'NO_SESSION', 'sign in first') : new HttpError(403, 'FORBIDDEN', 'developer access required')
+    }
+    const { ticket, claims } = mintTicket(ticketKeys, gate.user, app.now())
+    json(ctx.res, 200, { success: true, ticket, expiresAt: new Date(claims.expiresAt).toISOString() }, { 'cache-control': 'no-store' })
+  })
+
+  router.add('GET', '/dev/terminal/assets/:name', (ctx) => {
+    const asset = Object.hasOwn(ASSETS, ctx.params.name!) ? ASSETS[ctx.params.name!]! : null
+    if (!asset) throw new HttpError(404, 'NOT_FOUND', 'no such asset')
+    let body = assetCache.get(asset.file)
+    if (!body) assetCache.set(asset.file, (body = readFileSync(asset.file)))
+    ctx.res.writeHead(200, {
+      'content-type': `${asset.type}; charset=utf-8`,
+      'content-length': body.length,
+      'cache-control': 'public, max-age=3600',
+      'x-content-type-options': 'nosniff',
+    })
+    ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
+  })
 }

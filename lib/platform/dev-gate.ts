@@ -1,0 +1,31 @@
+import type { RouteContext } from '../http/router.js'
+import type { App, SessionUser } from './app.js'
+
+/** Roles that open the developer gate (spec terminal 5.1). */
+const DEV_ROLES = new Set(['developer', 'admin'])
+
+/** The gate's answer: the admitted user, or why not (401 without a session, 403 without admission). */
+export type GateResult =
+  | { admitted: true; user: SessionUser }
+  | { admitted: false; status: 401 | 403; reason: string }
+
+/**
+ * The developer gate (CONTRACT §3): signed in, and a `developer` or `admin` role read fresh from
+ * the backend at each check (so a grant works at once), or named by DEV_ACCESS_USERS (ids exactly,
+ * usernames ignoring case), or DEV_ACCESS_ALL=true.
+ */
+export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateResult> {
+  const user = await app.auth.optional(ctx)
+  if (!user) return { admitted: false, status: 401, reason: 'Sign in first: the developer terminal needs a session.' }
+  if (app.config.devAccessAll) return { admitted: true, user }
+  const account = await app.backend.getAccount(user.id)
+  const names = new Set([user.username.toLowerCase(), account?.username.toLowerCase()])
+  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || names.has(entry.toLowerCase()))
+  if (listed) return { admitted: true, user }
+  if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: { id: user.id, username: account.username } }
+  return {
+    admitted: false,
+    status: 403,
+    reason: `The account "${account?.username ?? user.username}" has neither the developer nor the admin role, and DEV_ACCESS_USERS does not name it. An administrator can run: bin/platform users grant ${account?.username ?? user.username} developer`,
+  }
+}

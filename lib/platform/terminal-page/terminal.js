@@ -1,0 +1,119 @@
+// The developer terminal page: a ticket from the platform, a WebSocket to the bridge through
+// /terminal-ws/, xterm.js for the screen. Frames: CONTRACT §6 and spec terminal-bridge §2.
+'use strict'
+
+/** Keystrokes and pastes go out in pieces well under the bridge's 1 MiB frame limit. */
+const INPUT_CHUNK = 256 * 1024
+/** Why a connection ended, by WebSocket close code. */
+const CLOSE_REASONS = {
+  1000: 'connection closed',
+  1001: 'the terminal bridge is shutting down',
+  1006: 'connection lost (is the terminal bridge running?)',
+  1008: 'connection refused',
+  1009: 'a message was too large for the bridge',
+  1011: 'the terminal bridge failed',
+  1013: 'connection limit reached: too many terminals are open; close one, then reconnect',
+}
+
+const statusLine = document.getElementById('status')
+const button = document.getElementById('reconnect')
+const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14 })
+const fit = new FitAddon.FitAddon()
+term.loadAddon(fit)
+term.open(document.getElementById('terminal'))
+fit.fit()
+
+let ws = null
+let shellRunning = false
+
+function setStatus(text, isError) {
+  statusLine.textContent = text
+  statusLine.className = isError ? 'error' : ''
+}
+
+function send(frame) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame))
+}
+
+function offer(label) {
+  button.textContent = label
+  button.hidden = false
+}
+
+function create() {
+  fit.fit()
+  send({ type: 'create', cols: term.cols, rows: term.rows })
+  term.focus()
+}
+
+async function connect() {
+  button.hidden = true
+  setStatus('getting a ticket…')
+  let answer
+  try {
+    const res = await fetch('/dev/terminal/ticket', { method: 'POST', credentials: 'same-origin' })
+    answer = { ok: res.ok, status: res.status, body: await res.json().catch(() => ({})) }
+  } catch {
+    setStatus('the platform cannot be reached', true)
+    return offer('Reconnect')
+  }
+  if (!answer.ok) {
+    setStatus(answer.body.error ? `no ticket: ${answer.body.error}` : `no ticket (HTTP ${answer.status})`, true)
+    return offer('Reconnect')
+  }
+  setStatus('connecting…')
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:'
+  const socket = new WebSocket(`${scheme}//${location.host}/terminal-ws/ws?ticket=${encodeURIComponent(answer.body.ticket)}`)
+  ws = socket
+  socket.onopen = () => {
+    setStatus('connected')
+    create()
+  }
+  socket.onmessage = (event) => {
+    const frame = JSON.parse(event.data)
+    if (frame.type === 'output') {
+      // The ack tells the bridge what is on screen, so a flood never runs far ahead of the page.
+      const size = frame.data.length
+      term.write(frame.data, () => send({ type: 'ack', bytes: size }))
+    } else if (frame.type === 'created') {
+      shellRunning = true
+      setStatus(`connected: shell ${frame.pid}`)
+    } else if (frame.type === 'exit') {
+      shellRunning = false
+      const how = frame.signal !== null ? `signal ${frame.signal}` : `code ${frame.code}`
+      term.write(`\r\n\x1b[2m[shell exited with ${how}]\x1b[0m\r\n`)
+      setStatus(`shell exited with ${how}`)
+      offer('New shell')
+    } else if (frame.type === 'error') {
+      term.write(`\r\n\x1b[31m[error: ${frame.message}]\x1b[0m\r\n`)
+    }
+  }
+  socket.onclose = (event) => {
+    if (ws !== socket) return
+    ws = null
+    shellRunning = false
+    const reason = CLOSE_REASONS[event.code] || `connection closed (${event.code})`
+    setStatus(event.reason && event.code !== 1013 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
+    term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)
+    offer('Reconnect')
+  }
+}
+
+term.onData((data) => {
+  if (!shellRunning) return
+  for (let at = 0; at < data.length; at += INPUT_CHUNK) send({ type: 'input', data: data.slice(at, at + INPUT_CHUNK) })
+})
+term.onResize(({ cols, rows }) => {
+  if (shellRunning) send({ type: 'resize', cols, rows })
+})
+window.addEventListener('resize', () => fit.fit())
+button.addEventListener('click', () => {
+  if (ws && ws.readyState === WebSocket.OPEN && !shellRunning) {
+    button.hidden = true
+    create()
+  } else {
+    connect()
+  }
+})
+
+connect()

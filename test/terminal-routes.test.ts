@@ -1,0 +1,177 @@
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import t from 'tap'
+import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { ORIGIN, startBridge, TermClient, upgradeStatus } from './helpers/terminal.js'
+import { WebSocket } from 'ws'
+
+interface Product {
+  platform: RunningProcess
+  bridge: RunningProcess
+  dataDir: string
+}
+
+/** Bridge and platform sharing one DATA_DIR and so one generated ticket secret (no TERMINAL_TICKET_SECRET). */
+async function startProduct(env: Record<string, string> = {}): Promise<Product> {
+  const dataDir = tempDir()
+  const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined })
+  const platform = await startPlatform({ dataDir, env: { TERMINAL_PORT: String(bridge.port), ...env } })
+  // The platform's own origin is what its page's WebSocket carries; the bridge allows ORIGIN.
+  return { platform, bridge, dataDir }
+}
+
+function users(dataDir: string, ...args: string[]): void {
+  execFileSync(process.execPath, [PLATFORM_JS, 'users', ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') }, stdio: 'pipe' })
+}
+
+const product = await startProduct()
+t.teardown(async () => {
+  await product.platform.stop()
+  await product.bridge.stop()
+})
+const base = product.platform.url
+
+async function register(name: string): Promise<Client> {
+  const client = new Client(base, ORIGIN)
+  const res = await client.post('/api/auth/register', { username: name, password: 'correct horse battery' })
+  if (res.status !== 200) throw new Error(`register ${name}: ${res.status} ${await res.text()}`)
+  return client
+}
+
+t.test('GET /dev/terminal without a session is a 401 HTML page; the ticket is 401 NO_SESSION', async (t) => {
+  const anon = new Client(base, ORIGIN)
+  const page = await anon.get('/dev/terminal')
+  t.equal(page.status, 401)
+  t.match(page.headers.get('content-type'), /^text\/html/)
+  t.match(page.headers.get('content-security-policy'), /script-src 'self'/)
+  t.match(await page.text(), /<h1>401 Sign in required<\/h1>[\s\S]*Sign in first/)
+  const ticket = await anon.post('/dev/terminal/ticket')
+  t.equal(ticket.status, 401)
+  t.match(ticket.headers.get('content-type'), /^application\/json/)
+  t.same(await ticket.json(), { error: 'sign in first', code: 'NO_SESSION' })
+})
+
+t.test('a signed-in user without admission gets a 403 page that says why, and 403 FORBIDDEN for a ticket', async (t) => {
+  const guest = new Client(base, ORIGIN)
+  t.equal((await guest.post('/api/auth/guest')).status, 200)
+  const page = await guest.get('/dev/terminal')
+  t.equal(page.status, 403)
+  t.match(page.headers.get('content-type'), /^text\/html/)
+  t.match(await page.text(), /<h1>403 Developer access required<\/h1>[\s\S]*neither the developer nor the admin role/)
+  const ticket = await guest.post('/dev/terminal/ticket')
+  t.equal(ticket.status, 403)
+  t.same(await ticket.json(), { error: 'developer access required', code: 'FORBIDDEN' })
+})
+
+t.test('a developer gets the page and tickets; the grant and the revoke work at once', async (t) => {
+  const dev = await register('terminal_dev')
+  t.equal((await dev.get('/dev/terminal')).status, 403, 'before the grant')
+  users(product.dataDir, 'grant', 'terminal_dev', 'developer')
+  const page = await dev.get('/dev/terminal')
+  t.equal(page.status, 200)
+  const csp = page.headers.get('content-security-policy') ?? ''
+  t.match(csp, /default-src 'none'/)
+  t.match(csp, /script-src 'self'(;|$)/, 'scripts from this origin only')
+  t.match(csp, /connect-src 'self'/)
+  t.equal(page.headers.get('cache-control'), 'no-store')
+  const body = await page.text()
+  for (const asset of ['xterm.js', 'addon-fit.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
+  t.notMatch(body, /https?:\/\//, 'nothing from a CDN')
+  const before = Date.now()
+  const res = await dev.post('/dev/terminal/ticket')
+  t.equal(res.status, 200)
+  const answer = await res.json() as Record<string, unknown>
+  t.same(Object.keys(answer).sort(), ['expiresAt', 'success', 'ticket'])
+  t.equal(answer.success, true)
+  t.match(answer.ticket, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
+  const expires = Date.parse(answer.expiresAt as string)
+  t.ok(expires > before && expires <= Date.now() + 60_000, 'expires within 60 s')
+  users(product.dataDir, 'revoke', 'terminal_dev', 'developer')
+  t.equal((await dev.get('/dev/terminal')).status, 403, 'after the revoke')
+  t.equal((await dev.post('/dev/terminal/ticket')).status, 403)
+})
+
+t.test('a ticket from a foreign origin is refused by the platform', async (t) => {
+  const dev = await register('terminal_admin')
+  users(product.dataDir, 'grant', 'terminal_admin', 'admin')
+  const res = await dev.post('/dev/terminal/ticket', undefined, { origin: 'http://evil.example' })
+  t.equal(res.status, 403)
+  t.match(await res.json(), { code: 'FORBIDDEN_ORIGIN' })
+})
+
+t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket opens a shell there', async (t) => {
+  const dev = await register('terminal_proxy')
+  users(product.dataDir, 'grant', 'terminal_proxy', 'developer')
+  const { ticket } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
+  const ws = new WebSocket(`ws://127.0.0.1:${product.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN })
+  const c = new TermClient(ws)
+  await c.opened
+  c.send({ type: 'create', cols: 90, rows: 33 })
+  await c.frame('created')
+  t.match(await c.run('stty size; echo via-proxy'), /^33 90\r\nvia-proxy/)
+  c.ws.close()
+  await c.whenClosed()
+  await new Promise((r) => setTimeout(r, 200))
+  const line = product.bridge.logs.find((l) => l.event === 'terminal.session' && l.user === 'terminal_proxy')
+  t.ok(line, 'the bridge logged the session with the username from the ticket')
+  t.equal(await upgradeStatus(product.platform.port, `/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, ORIGIN), 401, 'the ticket was spent')
+  t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
+  t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 404, 'no upgrade outside /terminal-ws/')
+})
+
+t.test('the page\'s assets come from the installed packages', async (t) => {
+  const files: Record<string, [string, RegExp]> = {
+    'xterm.js': ['node_modules/@xterm/xterm/lib/xterm.js', /^text\/javascript/],
+    'xterm.css': ['node_modules/@xterm/xterm/css/xterm.css', /^text\/css/],
+    'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
+    'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
+    'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
+  }
+  for (const [name, [file, type]] of Object.entries(files)) {
+    const res = await fetch(`${base}/dev/terminal/assets/${name}`)
+    t.equal(res.status, 200, name)
+    t.match(res.headers.get('content-type'), type)
+    t.ok(Buffer.from(await res.arrayBuffer()).equals(readFileSync(path.join(ROOT, file))), `${name} is ${file}`)
+  }
+  t.equal((await fetch(`${base}/dev/terminal/assets/package.json`)).status, 404)
+  t.equal((await fetch(`${base}/dev/terminal/assets/..%2F..%2Fpackage.json`)).status, 404)
+})
+
+t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACCESS_ALL admits everyone', async (t) => {
+  const dataDir = tempDir()
+  const probe = await startPlatform({ dataDir })
+  const named = new Client(probe.url, ORIGIN)
+  await named.post('/api/auth/register', { username: 'Listed_Dev', password: 'correct horse battery' })
+  const byId = new Client(probe.url, ORIGIN)
+  const session = await (await byId.post('/api/auth/guest')).json() as { user: { id: string } }
+  await probe.stop()
+  const listed = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: `listed_dev,${session.user.id}` } })
+  t.teardown(() => listed.stop())
+  for (const client of [named, byId]) (client as { base: string }).base = listed.url
+  t.equal((await named.get('/dev/terminal')).status, 200, 'username, other case')
+  t.equal((await byId.get('/dev/terminal')).status, 200, 'user id')
+  const other = new Client(listed.url, ORIGIN)
+  await other.post('/api/auth/guest')
+  t.equal((await other.get('/dev/terminal')).status, 403, 'not listed')
+  const upper = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: session.user.id.toUpperCase() } })
+  t.teardown(() => upper.stop())
+  ;(byId as { base: string }).base = upper.url
+  t.equal((await byId.get('/dev/terminal')).status, session.user.id === session.user.id.toUpperCase() ? 200 : 403, 'ids match exactly')
+  const all = await startPlatform({ dataDir, env: { DEV_ACCESS_ALL: 'true' } })
+  t.teardown(() => all.stop())
+  ;(other as { base: string }).base = all.url
+  t.equal((await other.get('/dev/terminal')).status, 200, 'DEV_ACCESS_ALL')
+  t.equal((await new Client(all.url, ORIGIN).get('/dev/terminal')).status, 401, 'still needs a session')
+})
+
+t.test('with the bridge down, the upgrade through the platform is 502', async (t) => {
+  const dataDir = tempDir()
+  const bridge = await startBridge({ DATA_DIR: dataDir })
+  const port = bridge.port
+  await bridge.stop()
+  const platform = await startPlatform({ dataDir, env: { TERMINAL_PORT: String(port) } })
+  t.teardown(() => platform.stop())
+  t.equal(await upgradeStatus(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN), 502)
+})
+

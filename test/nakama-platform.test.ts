@@ -1,0 +1,198 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+
+// The platform on the Nakama backend, black-box over HTTP: two instances on one Nakama (the fake,
+// or the real one named by NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY), sharing SESSION_SECRET.
+
+const nakama = await testNakama()
+const fake = nakama.fake
+t.teardown(() => fake?.close())
+const onFake = { skip: fake ? false : 'needs the fake Nakama' }
+
+const FIXTURES = path.join(ROOT, 'test/fixtures/leaderboards')
+const SESSION_SECRET = randomBytes(32).toString('hex')
+const env = { ...nakamaEnv(nakama), SESSION_SECRET, MANIFESTS_DIR: FIXTURES }
+const a = await startPlatform({ env })
+const b = await startPlatform({ env })
+t.teardown(() => Promise.all([a.stop(), b.stop()]))
+
+const tag = randomBytes(3).toString('hex')
+const name = (base: string) => `${base}_${tag}`
+const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+const on = (p: RunningProcess, from: Client) => Object.assign(new Client(p.url), { cookies: from.cookies })
+const json = async (res: Response) => (await res.json()) as any
+
+async function register(p: RunningProcess, username: string): Promise<{ client: Client; id: string }> {
+  const client = new Client(p.url)
+  const res = await client.post('/api/auth/register', { username, password: 'correct horse' })
+  if (res.status !== 200) throw new Error(`register ${username}: ${res.status} ${await res.text()}`)
+  return { client, id: (await json(res)).user.id }
+}
+
+t.test('a session signed in on one instance works on the other, with Nakama tokens', async (t) => {
+  const { client, id } = await register(a, name('roam'))
+  const res = await on(b, client).get('/api/auth/session')
+  t.equal(res.status, 200)
+  t.same(await res.json(), { success: true, user: { id, username: name('roam'), roles: [] } })
+  const token = await json(await on(b, client).get('/api/auth/backend-token'))
+  t.same(Object.keys(token).sort(), ['expires_at', 'refresh_token', 'success', 'token', 'user_id', 'username'])
+  t.match(token, { success: true, user_id: id, username: name('roam') })
+  t.ok(token.expires_at >= Date.now() + 5 * 60_000, 'valid for at least 5 more minutes (CONTRACT §3)')
+  t.equal(token.expires_at, claims(token.token).exp * 1000)
+  const account = await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${token.token}` } })
+  t.equal(account.status, 200, "the token is Nakama's own: Nakama accepts it")
+  t.match(await account.json(), { user: { id, username: name('roam') } })
+})
+
+t.test('the rename limit holds across instances; the next token carries the new name', async (t) => {
+  const { client, id } = await register(a, name('lim'))
+  const accepted: number[] = []
+  const results = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => on(i % 2 ? a : b, client).put('/api/user/username', { username: name(`l${i}`) })))
+  for (const [i, res] of results.entries()) if (res.status === 200) accepted.push(i)
+  t.equal(accepted.length, 3, 'exactly 3 of 6 concurrent renames over two instances')
+  for (const res of results.filter((r) => r.status !== 200)) {
+    t.equal(res.status, 429)
+    t.ok(Number(res.headers.get('retry-after')) > 0, 'Retry-After')
+    t.same(await res.json(), { error: 'too many username changes; try again later', code: 'RATE_LIMITED' })
+  }
+  const limited = await on(b, client).put('/api/user/username', { username: name('late') })
+  t.equal(limited.status, 429, 'the 4th is refused on the other instance too')
+  const session = await json(await on(b, client).get('/api/auth/session'))
+  t.ok(accepted.some((i) => session.user.username === name(`l${i}`)), 'the name is one that was accepted')
+  t.equal(session.user.id, id)
+
+  const fresh = await register(b, name('next'))
+  t.equal((await fresh.client.put('/api/user/username', { username: name('next2') })).status, 200)
+  const token = await json(await fresh.client.get('/api/auth/backend-token'))
+  t.equal(claims(token.token).usn, name('next2'), 'the rename refreshed the Nakama session')
+  const taken = await on(a, fresh.client).put('/api/user/username', { username: name('roam') })
+  t.equal(taken.status, 409)
+  t.same(await taken.json(), { error: `the username "${name('roam')}" is taken`, code: 'USERNAME_TAKEN' })
+})
+
+t.test('logout on one instance ends the session on the other', async (t) => {
+  const { client } = await register(a, name('bye'))
+  const copy = on(b, client)
+  t.equal((await copy.get('/api/auth/session')).status, 200)
+  t.equal((await client.post('/api/auth/logout')).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 1_100)) // the other instance trusts "active" for 1 s
+  const res = await copy.get('/api/auth/session')
+  t.equal(res.status, 401)
+  t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' })
+})
+
+t.test('leaderboards: created at start, written on one instance, read on the other, anonymous too', async (t) => {
+  if (fake) {
+    for (const id of ['fx-best-desc', 'fx-incr-asc', 'fx-daily']) t.equal(fake.state.leaderboards.boards.get(id)?.enableRanks, true, `${id} exists with ranks`)
+    t.same(fake.state.leaderboards.boards.get('fx-daily')!.resetSchedule, '0 0 * * *')
+  }
+  const board = 'fx-set-desc'
+  const first = await register(a, name('s1'))
+  const second = await register(b, name('s2'))
+  const submit = (c: Client, score: number) => c.post('/api/leaderboards/submit', { leaderboardId: board, score, metadata: { lap: 1 } })
+  const res = await submit(first.client, 9_000_000)
+  t.equal(res.status, 200)
+  t.same(await res.json(), { success: true, record: { leaderboard_id: board, owner_id: first.id, username: name('s1'), score: 9_000_000, subscore: 0, rank: 1 } })
+  await submit(second.client, 8_999_999)
+  const anon = await json(await new Client(b.url).get(`/api/leaderboards/${board}?limit=2`))
+  t.same(anon.records.slice(0, 2), [
+    { owner_id: first.id, username: name('s1'), score: 9_000_000, subscore: 0, rank: 1 },
+    { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 },
+  ])
+  t.equal(anon.ownRecord, null)
+  const own = await json(await on(a, second.client).get(`/api/leaderboards/${board}?limit=1`))
+  t.same(own.ownRecord, { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 })
+  t.type(own.nextCursor, 'string')
+  const page2 = await json(await new Client(a.url).get(`/api/leaderboards/${board}?limit=1&cursor=${encodeURIComponent(own.nextCursor)}`))
+  t.same(page2.records[0], { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 })
+})
+
+t.test('bad submissions change nothing in Nakama; launches are recorded there', onFake, async (t) => {
+  const { client, id } = await register(a, name('bad'))
+  await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 100, metadata: { k: 1 } })
+  const stored = () => JSON.stringify(fake!.state.leaderboards.list('fx-best-desc', [id], undefined, '', 0, Date.now()).ownerRecords)
+  const before = stored()
+  for (const body of [{ leaderboardId: 'fx-best-desc', score: -1 }, { leaderboardId: 'fx-best-desc', score: 1.5 }, { leaderboardId: 'nope', score: 1 }, { leaderboardId: 'fx-best-desc', score: 200, metadata: [] }]) {
+    t.ok([400, 404].includes((await client.post('/api/leaderboards/submit', body)).status), JSON.stringify(body))
+  }
+  t.equal(stored(), before)
+  const launch = await json(await client.post('/api/games/fixture-boards/launch'))
+  const object = fake!.state.read('playfield_launches', launch.session.id, id)
+  t.ok(object, 'the launch is a storage object of the user')
+  t.match(JSON.parse(object!.value), { gameId: 'fixture-boards', time: Number })
+})
+
+t.test('bin/platform users grant works on Nakama at once (exact names)', async (t) => {
+  const { client, id } = await register(a, name('Dev'))
+  const users = (...args: string[]) => new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, DATA_DIR: tempDir(), ...env } })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.stderr.on('data', (d: Buffer) => (out += d))
+    child.on('close', (code) => resolve({ code, out }))
+  })
+  const granted = await users('grant', name('Dev'), 'developer')
+  t.equal(granted.code, 0, granted.out)
+  t.same((await json(await on(b, client).get('/api/auth/session'))).user, { id, username: name('Dev'), roles: ['developer'] })
+  t.not((await users('grant', name('dev'), 'developer')).code, 0, 'Nakama names are exact: another case is another (unknown) user')
+})
+
+t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
+  const dir = tempDir()
+  const native = JSON.parse(readFileSync(path.join(FIXTURES, 'fixture-native.json'), 'utf8'))
+  writeFileSync(path.join(dir, 'fixture-native.json'), JSON.stringify(native))
+  const p = await startPlatform({ env: { ...env, MANIFESTS_DIR: dir } })
+  t.teardown(() => p.stop())
+  const board = `fx-extra-${tag}`
+  const extra = { ...native, id: 'fixture-extra', playUrl: '/play/fixture-extra', leaderboards: { default: board, ids: [board], configs: { [board]: { type: 'wins' } } } }
+  writeFileSync(path.join(dir, 'fixture-extra.json'), JSON.stringify(extra))
+  p.child.kill('SIGHUP')
+  for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.ok(p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)), 'created on reload')
+  if (fake) t.match(fake.state.leaderboards.boards.get(board), { operator: 'incr', sortOrder: 'desc', enableRanks: true })
+})
+
+t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; recovery when it returns', onFake, async (t) => {
+  const { client, id } = await register(a, name('down'))
+  const users = fake!.state.users.size
+  await fake!.stop()
+  for (const [label, res] of [
+    ['guest', await new Client(a.url).post('/api/auth/guest')],
+    ['register', await new Client(a.url).post('/api/auth/register', { username: name('never'), password: 'correct horse' })],
+    ['session', await client.get('/api/auth/session')],
+    ['rename', await client.put('/api/user/username', { username: name('never2') })],
+    ['board', await new Client(a.url).get('/api/leaderboards/fx-best-desc')],
+  ] as const) {
+    t.equal(res.status, 503, `${label}: 503`)
+    t.same(await res.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' }, `${label}: body`)
+    t.same(res.headers.getSetCookie(), [], `${label}: no cookie`)
+  }
+  t.equal((await new Client(a.url).get('/api/games')).status, 200, 'the catalogue is served meanwhile')
+
+  // Down in the middle of a rename: the request is in Nakama when the node goes away.
+  await fake!.start()
+  let held!: () => void
+  const arrived = new Promise<void>((resolve) => (held = resolve))
+  fake!.intercept = (method, p) => (p === '/v2/rpc/playfield_rename' ? (held(), 'hang') : undefined)
+  const pending = on(b, client).put('/api/user/username', { username: name('never3') })
+  await arrived
+  await fake!.stop()
+  const cut = await pending
+  t.equal(cut.status, 503)
+  t.same(cut.headers.getSetCookie(), [])
+  fake!.intercept = null
+  await fake!.start()
+  t.equal(fake!.state.users.size, users, 'no account was created')
+  t.equal(fake!.state.users.get(id)!.username, name('down'), 'the name is unchanged')
+  t.equal(fake!.state.read('playfield_buckets', 'rename', id), undefined, 'no rename was spent')
+  const again = await new Client(a.url).post('/api/auth/guest')
+  t.equal(again.status, 200, 'recovered')
+  t.equal((await client.get('/api/auth/session')).status, 200, 'the old session works again')
+})

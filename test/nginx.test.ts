@@ -1,7 +1,11 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
+import { WebSocket } from 'ws'
 import { tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
-import { freePort, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
+import { SITE_CONF, freePort, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
+import { SHELL_USER, TICKET_SECRET, TermClient, ensureShellUser, startBridge } from './helpers/terminal.js'
+import { parseUnit, unitLaunch, unitText } from './helpers/units.js'
 
 // End to end through the real nginx running the shipped site (systemd/nginx.conf), with only
 // ports, certificate and log paths swapped for the test machine's.
@@ -13,24 +17,54 @@ const ORIGIN = `https://127.0.0.1:${ports.https}`
 const BASE = ORIGIN
 const ca = cert.pem
 
+// Mixed origins, so the session cookie's Secure flag follows the forwarded protocol.
+const ORIGINS = `${ORIGIN},http://127.0.0.1:3000`
+const DEVELOPER = { username: 'deployer', password: 'correct horse battery' }
+
 let platform: RunningProcess
+let bridge: RunningProcess
 let nginx: RunningNginx
+
+/**
+ * The bridge as its unit runs it (as the shell account, see test/systemd.test.ts) when the test
+ * runs as root and the account can reach the checkout; otherwise the terminal tests' own way.
+ */
+async function startUnitBridge(): Promise<RunningProcess> {
+  const env = { TERMINAL_PORT: String(ports.terminal), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGINS }
+  ensureShellUser()
+  const home = process.getuid?.() === 0 ? homeOf(SHELL_USER) : ''
+  const launch = unitLaunch(parseUnit(unitText('playfield-terminal.service')), SHELL_USER, { '/var/lib/playfield-shell': home })
+  if (!launch.asAccount) return startBridge(env)
+  return startPlatform({
+    command: launch.command,
+    cwd: launch.cwd,
+    readyEvent: 'bridge.listening',
+    env: { ...launch.env, HOME: home, ...env },
+  })
+}
+
+function homeOf(user: string): string {
+  return readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${user}:`))!.split(':')[5]!
+}
 
 t.before(async () => {
   platform = await startPlatform({
     env: {
-      // Mixed origins, so the session cookie's Secure flag follows the forwarded protocol.
-      PLATFORM_ORIGINS: `${ORIGIN},http://127.0.0.1:3000`,
+      PLATFORM_ORIGINS: ORIGINS,
       TRUST_PROXY: '127.0.0.1',
       TERMINAL_PORT: String(ports.terminal),
+      TERMINAL_TICKET_SECRET: TICKET_SECRET,
+      DEV_ACCESS_USERS: DEVELOPER.username,
     },
   })
   ports.platform = platform.port
+  bridge = await startUnitBridge()
   nginx = await startNginx(ports, cert)
 })
 
 t.teardown(async () => {
   await nginx?.stop()
+  await bridge?.stop()
   await platform?.stop()
 })
 
@@ -86,11 +120,11 @@ t.test('X-Forwarded-Proto reaches the platform: the session cookie is Secure beh
 })
 
 t.test('the sign-in limit counts per forwarded client address, not per proxy', async (t) => {
-  const login = (from: string) =>
+  const login = (from: string, headers: Record<string, string> = {}) =>
     request('POST', `${BASE}/api/auth/login`, {
       ca,
       localAddress: from,
-      headers: { origin: ORIGIN },
+      headers: { origin: ORIGIN, ...headers },
       body: { username: 'nobody-here', password: 'wrong password' },
     })
   for (let i = 1; i <= 10; i++) {
@@ -102,6 +136,8 @@ t.test('the sign-in limit counts per forwarded client address, not per proxy', a
   t.equal(limited.status, 429, 'the 11th try from 127.0.0.2 is limited')
   t.equal(JSON.parse(limited.body).code, 'RATE_LIMITED')
   t.ok(Number(limited.headers['retry-after']) > 0, 'with Retry-After')
+  const spoofed = await login('127.0.0.2', { 'x-forwarded-for': '198.51.100.7' })
+  t.equal(spoofed.status, 429, 'an X-Forwarded-For sent by the client does not escape the limit')
   const other = await login('127.0.0.3')
   t.equal(other.status, 401, 'another client behind the same proxy is not limited')
   await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/auth/login' && l.ip === '127.0.0.3')
@@ -115,7 +151,76 @@ t.test('a state-changing request with a foreign Origin is refused through the pr
   t.same(JSON.parse(res.body), { error: JSON.parse(res.body).error, code: 'FORBIDDEN_ORIGIN' })
 })
 
+/** Sign `DEVELOPER` up (or in) through the proxy; the session cookie. */
+async function signIn(): Promise<string> {
+  let res = await request('POST', `${BASE}/api/auth/register`, { ca, headers: { origin: ORIGIN }, body: DEVELOPER })
+  if (res.status === 409) res = await request('POST', `${BASE}/api/auth/login`, { ca, headers: { origin: ORIGIN }, body: DEVELOPER })
+  if (res.status !== 200) throw new Error(`sign-in: ${res.status} ${res.body}`)
+  return String(res.headers['set-cookie']).split(';')[0]!
+}
+
+async function getTicket(cookie: string): Promise<string> {
+  const res = await request('POST', `${BASE}/dev/terminal/ticket`, { ca, headers: { origin: ORIGIN, cookie } })
+  if (res.status !== 200) throw new Error(`ticket: ${res.status} ${res.body}`)
+  return (JSON.parse(res.body) as { ticket: string }).ticket
+}
+
+/** Open wss://…/terminal-ws/ws through nginx; resolves open, or rejects with the HTTP status. */
+async function openTerminal(ticket: string, origin = ORIGIN): Promise<TermClient> {
+  const ws = new WebSocket(`wss://127.0.0.1:${ports.https}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin, ca })
+  const client = new TermClient(ws)
+  await client.opened
+  return client
+}
+
+t.test('GET /terminal-ws/ through the proxy reaches the bridge root (health)', async (t) => {
+  const res = await request('GET', `${BASE}/terminal-ws/`, { ca })
+  t.equal(res.status, 200)
+  const body = JSON.parse(res.body)
+  t.same(Object.keys(body).sort(), ['connections', 'max', 'status', 'uptime'])
+  t.match(body, { status: 'ok', connections: 0, max: 4 })
+})
+
+t.test('sign-up, ticket and a terminal session over wss://…/terminal-ws/ws that runs a command', async (t) => {
+  const cookie = await signIn()
+  t.match(cookie, /^playfield_session=/)
+  const page = await request('GET', `${BASE}/dev/terminal`, { ca, headers: { cookie } })
+  t.equal(page.status, 200, 'the developer passes the gate')
+  const term = await openTerminal(await getTicket(cookie))
+  term.send({ type: 'create', cols: 100, rows: 30 })
+  const created = await term.frame('created')
+  t.ok(Number.isInteger(created.pid), 'created with a pid')
+  t.match(await term.run('echo $((6 * 7))'), /^42\r?\n/, 'the command ran and its output came back through nginx')
+  t.match(await term.run('stty size'), /^30 100\r?\n/)
+  // As root, both ways of starting the bridge give shells the shell account; otherwise our own.
+  const account = process.getuid?.() === 0 ? SHELL_USER : userInfo().username
+  t.match(await term.run('id -un'), new RegExp(`^${account}\\r?\\n`), 'the shell runs as the unprivileged account')
+  term.send({ type: 'input', data: 'exit 3\r' })
+  t.match(await term.frame('exit'), { type: 'exit', code: 3 })
+  term.ws.close()
+  await term.whenClosed()
+})
+
+t.test('the Origin check holds through the proxy: a foreign Origin is refused with 403', async (t) => {
+  const cookie = await signIn()
+  const ticket = await getTicket(cookie)
+  await t.rejects(openTerminal(ticket, 'https://evil.example'), { message: 'HTTP 403' })
+  const foreignTicket = await request('POST', `${BASE}/dev/terminal/ticket`, { ca, headers: { origin: 'https://evil.example', cookie } })
+  t.equal(foreignTicket.status, 403)
+  t.equal(JSON.parse(foreignTicket.body).code, 'FORBIDDEN_ORIGIN')
+})
+
+t.test('a session open when the bridge stops is closed with 1001 through the proxy', async (t) => {
+  const term = await openTerminal(await getTicket(await signIn()))
+  term.send({ type: 'create' })
+  await term.frame('created')
+  const stopped = bridge.stop()
+  t.equal((await term.whenClosed()).code, 1001)
+  t.same(await stopped, { code: 0, signal: null })
+})
+
 t.test('with the bridge down, /terminal-ws/ answers 502 and the platform keeps serving', async (t) => {
+  await bridge.stop()
   const health = await request('GET', `${BASE}/terminal-ws/`, { ca })
   t.equal(health.status, 502)
   const upgrade = await request('GET', `${BASE}/terminal-ws/ws`, {
@@ -126,4 +231,17 @@ t.test('with the bridge down, /terminal-ws/ answers 502 and the platform keeps s
   const games = await request('GET', `${BASE}/api/games`, { ca })
   t.equal(games.status, 200)
   t.match(readFileSync(`${nginx.prefix}/logs/playfield.error.log`, 'utf8'), /connect\(\) failed \(111: Connection refused\)/)
+})
+
+t.test('the shipped site keeps terminal connections open for 86400 s and sends the prefix to the bridge root', async (t) => {
+  const site = readFileSync(SITE_CONF, 'utf8')
+  const block = /location \/terminal-ws\/ \{([^}]*)\}/.exec(site)?.[1] ?? ''
+  const directives = block.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
+  t.same(directives.filter((d) => /^proxy_(read|send)_timeout /.test(d)).sort(), ['proxy_read_timeout 86400s;', 'proxy_send_timeout 86400s;'])
+  t.ok(directives.includes('proxy_pass http://playfield_terminal/;'), 'prefix stripped: the bridge sees /ws')
+  t.match(site, /upstream playfield_terminal \{\s*server 127\.0\.0\.1:7681;/)
+  t.ok(directives.includes('proxy_set_header Upgrade $http_upgrade;'))
+  t.ok(directives.includes('proxy_set_header Connection $playfield_connection_upgrade;'))
+  t.ok(directives.includes('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;'))
+  t.ok(directives.includes('proxy_set_header X-Forwarded-Proto $scheme;'))
 })

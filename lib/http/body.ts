@@ -7,18 +7,45 @@ import { HttpError } from './errors.js'
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
 export const MAX_BODY_BYTES = 65_536
 
-/** Read the raw body, refusing more than MAX_BODY_BYTES as soon as the count passes it. */
-export async function readRaw(req: IncomingMessage): Promise<Buffer> {
+/**
+ * Read the raw body, refusing more than MAX_BODY_BYTES as soon as the count passes it. Listeners,
+ * not `for await`: leaving a for-await early destroys the request and with it the socket, so the
+ * 413 could never be sent; here the rest is left unread and the server closes the socket after it.
+ */
+export function readRaw(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
-  if (declared > MAX_BODY_BYTES) throw tooLarge()
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > MAX_BODY_BYTES) throw tooLarge()
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks, size)
+  if (declared > MAX_BODY_BYTES) return Promise.reject(tooLarge())
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const done = (): void => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose)
+    }
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length
+      if (size > MAX_BODY_BYTES) {
+        done()
+        req.pause()
+        reject(tooLarge())
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = (): void => {
+      done()
+      resolve(Buffer.concat(chunks, size))
+    }
+    const onError = (err: Error): void => {
+      done()
+      reject(err)
+    }
+    const onClose = (): void => {
+      done()
+      reject(new Error('the client closed the request before its body ended'))
+    }
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
+  })
 }
 
 function tooLarge(): HttpError {

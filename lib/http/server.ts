@@ -143,7 +143,9 @@ function handle(
     }
     sendError(res, httpError, !api)
     // A body we refused to read must not be parsed as the next request on a kept-alive socket.
-    if (!req.complete) res.once('finish', () => req.socket.destroySoon())
+    // Take the socket now: by 'finish' the response may have let go of it (req.socket is null then).
+    const socket = req.socket
+    if (!req.complete && socket) res.once('finish', () => socket.destroySoon())
   }
   try {
     const origin = header(req, 'origin')

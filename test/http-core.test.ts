@@ -1,0 +1,202 @@
+import t from 'tap'
+import type { AddressInfo } from 'node:net'
+import { BlockList } from 'node:net'
+import Type from 'typebox'
+import { Compile } from 'typebox/compile'
+import { Router } from '../lib/http/router.js'
+import { createServer, closeGracefully } from '../lib/http/server.js'
+import { readBody } from '../lib/http/body.js'
+import { json, html } from '../lib/http/reply.js'
+import { HttpError } from '../lib/http/errors.js'
+import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+
+const ORIGIN = 'https://play.example.com'
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const NameBody = Compile(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))
+
+// A test router on lib/http: one route of each kind the core must handle.
+const router = new Router()
+  .add('GET', '/api/thing', ({ res }) => json(res, 200, { success: true }))
+  .add('POST', '/api/things', async ({ req, res }) => json(res, 200, { success: true, got: await readBody(req, NameBody) }))
+  .add('PUT', '/api/things', ({ res }) => json(res, 200, { success: true }))
+  .add('GET', '/api/boom', () => {
+    throw new Error('database password is hunter2')
+  })
+  .add('GET', '/api/async-boom', async () => {
+    throw new TypeError('cannot read properties of undefined')
+  })
+  .add('GET', '/api/teapot', () => {
+    throw new HttpError(418, 'TEAPOT', 'short and stout')
+  })
+  .add('GET', '/page', ({ res }) => html(res, 200, '<p>page</p>'))
+  .add('GET', '/page/boom', () => {
+    throw new Error('secret page failure')
+  })
+  .add('GET', '/api/slow', async ({ res }) => {
+    await new Promise((r) => setTimeout(r, 400))
+    json(res, 200, { success: true, slow: true })
+  })
+
+const logs: Record<string, unknown>[] = []
+const server = createServer({ router, origins: [ORIGIN], trustProxy: new BlockList(), log: (e) => logs.push(e) })
+let base = ''
+t.before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  resolve()
+})))
+t.teardown(() => closeGracefully(server, 1000))
+
+const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
+const post = (path: string, payload: string | Buffer, headers: Record<string, string> = {}) =>
+  rawRequest(base, 'POST', path, { 'content-type': 'application/json', ...headers }, payload)
+
+t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', async (t) => {
+  const api = await rawRequest(base, 'GET', '/api/nothing-here')
+  t.equal(api.status, 404)
+  t.equal(api.headers['content-type'], 'application/json; charset=utf-8')
+  t.strictSame(body(api), { error: 'no route for /api/nothing-here', code: 'NOT_FOUND' })
+  const page = await rawRequest(base, 'GET', '/nothing-here')
+  t.equal(page.status, 404)
+  t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+  t.match(page.body.toString(), /^<!doctype html>.*404 no route for \/nothing-here/s)
+})
+
+t.test('a known path with another method: 405 METHOD_NOT_ALLOWED with Allow', async (t) => {
+  const res = await rawRequest(base, 'DELETE', '/api/things')
+  t.equal(res.status, 405)
+  t.equal(res.headers['allow'], 'POST, PUT')
+  t.strictSame(body(res), { error: 'DELETE not allowed', code: 'METHOD_NOT_ALLOWED' })
+  const get = await post('/api/thing', '{}')
+  t.equal(get.headers['allow'], 'GET, HEAD')
+})
+
+t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', async (t) => {
+  const ok = await post('/api/things', '{"name":"kit"}')
+  t.equal(ok.status, 200)
+  t.strictSame(body(ok), { success: true, got: { name: 'kit' } })
+
+  const big = JSON.stringify({ name: 'x'.repeat(70_000) })
+  const tooLarge = await post('/api/things', big)
+  t.equal(tooLarge.status, 413)
+  t.strictSame(body(tooLarge), { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' })
+  const chunked = await rawRequest(base, 'POST', '/api/things', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big)
+  t.equal(chunked.status, 413, 'also when no length is announced')
+  const atLimit = await post('/api/things', JSON.stringify({ name: 'y'.repeat(65_536 - 11) }))
+  t.equal(atLimit.status, 200, 'exactly 65,536 bytes is accepted')
+
+  const plain = await post('/api/things', 'name=kit', { 'content-type': 'text/plain' })
+  t.equal(plain.status, 415)
+  t.strictSame(body(plain), { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' })
+  const none = await rawRequest(base, 'POST', '/api/things', {}, '{"name":"kit"}')
+  t.equal(none.status, 415, 'no Content-Type')
+
+  const broken = await post('/api/things', '{"name": ')
+  t.equal(broken.status, 400)
+  t.strictSame(body(broken), { error: 'body is not valid JSON', code: 'INVALID_JSON' })
+
+  const invalid = await post('/api/things', '{"name": "", "extra": 1}')
+  t.equal(invalid.status, 400)
+  t.match(body(invalid), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: Array })
+  const details = (body(invalid) as { details: { path: string; message: string }[] }).details
+  t.ok(details.some((d) => d.path === '/name'), 'details name the bad field')
+  for (const d of details) t.strictSame(Object.keys(d).sort(), ['message', 'path'])
+})
+
+t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real one only in the log', async (t) => {
+  for (const path of ['/api/boom', '/api/async-boom']) {
+    const res = await rawRequest(base, 'GET', path)
+    t.equal(res.status, 500)
+    t.strictSame(body(res), { error: 'internal error', code: 'INTERNAL' })
+    const logged = logs.find((e) => e.event === 'http.error' && e.id === res.headers['x-request-id'])
+    t.match(logged, { event: 'http.error', method: 'GET', path }, `${path}: logged with its request id`)
+    t.match(String(logged?.error), /\n\s+at /, 'the log has the stack')
+  }
+  const page = await rawRequest(base, 'GET', '/page/boom')
+  t.equal(page.status, 500)
+  t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+  t.notMatch(page.body.toString(), /secret|at .*\.js/)
+  const teapot = await rawRequest(base, 'GET', '/api/teapot')
+  t.equal(teapot.status, 418)
+  t.strictSame(body(teapot), { error: 'short and stout', code: 'TEAPOT' })
+  t.notOk(logs.some((e) => e.event === 'http.error' && e.id === teapot.headers['x-request-id']), 'an HttpError below 500 is not an error log')
+})
+
+t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Origin on every API answer', async (t) => {
+  const allowed = await rawRequest(base, 'GET', '/api/thing', { origin: ORIGIN })
+  t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
+  t.equal(allowed.headers['access-control-allow-credentials'], 'true')
+  t.equal(allowed.headers['vary'], 'Origin')
+  const foreign = await rawRequest(base, 'GET', '/api/thing', { origin: 'https://evil.example' })
+  t.equal(foreign.status, 200, 'a foreign GET is answered')
+  t.equal(foreign.headers['access-control-allow-origin'], undefined)
+  t.equal(foreign.headers['access-control-allow-credentials'], undefined)
+  t.equal(foreign.headers['vary'], 'Origin')
+  const notFound = await rawRequest(base, 'GET', '/api/nothing', { origin: ORIGIN })
+  t.equal(notFound.headers['vary'], 'Origin', 'errors too')
+  t.equal(notFound.headers['access-control-allow-origin'], ORIGIN)
+})
+
+t.test('preflight: 204, CORS headers only for an allowed origin', async (t) => {
+  const allowed = await rawRequest(base, 'OPTIONS', '/api/things', {
+    origin: ORIGIN,
+    'access-control-request-method': 'POST',
+    'access-control-request-headers': 'content-type',
+  })
+  t.equal(allowed.status, 204)
+  t.equal(allowed.body.length, 0)
+  t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
+  t.match(allowed.headers['access-control-allow-methods'], /POST/)
+  t.equal(allowed.headers['access-control-allow-headers'], 'content-type')
+  t.equal(allowed.headers['vary'], 'Origin')
+  const denied = await rawRequest(base, 'OPTIONS', '/api/things', { origin: 'https://evil.example', 'access-control-request-method': 'POST' })
+  t.equal(denied.status, 204)
+  t.equal(denied.headers['access-control-allow-origin'], undefined)
+  t.equal(denied.headers['access-control-allow-methods'], undefined)
+})
+
+t.test('a state-changing request from a foreign origin is 403 FORBIDDEN_ORIGIN; without Origin it passes', async (t) => {
+  for (const method of ['POST', 'PUT']) {
+    const res = await rawRequest(base, method, '/api/things', { origin: 'https://evil.example', 'content-type': 'application/json' }, '{"name":"kit"}')
+    t.equal(res.status, 403, method)
+    t.strictSame(body(res), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' })
+  }
+  t.equal((await post('/api/things', '{"name":"kit"}', { origin: ORIGIN })).status, 200, 'an allowed origin')
+  t.equal((await post('/api/things', '{"name":"kit"}')).status, 200, 'no Origin (not a browser)')
+})
+
+t.test('X-Request-Id on every response, and one access-log line per request carrying it', async (t) => {
+  const responses = [
+    await rawRequest(base, 'GET', '/api/thing'),
+    await rawRequest(base, 'GET', '/api/nothing'),
+    await rawRequest(base, 'DELETE', '/api/thing'),
+    await rawRequest(base, 'GET', '/api/boom'),
+    await rawRequest(base, 'OPTIONS', '/api/thing', { origin: ORIGIN }),
+    await post('/api/things', 'x'.repeat(70_000)),
+    await rawRequest(base, 'GET', '/page'),
+    await rawRequest(base, 'HEAD', '/api/thing'),
+  ]
+  const ids = responses.map((r) => r.headers['x-request-id'])
+  for (const id of ids) t.match(id, UUID)
+  t.equal(new Set(ids).size, ids.length, 'unique')
+  await new Promise((r) => setTimeout(r, 50))
+  for (const [i, res] of responses.entries()) {
+    const lines = logs.filter((e) => e.event === 'http.request' && e.id === ids[i])
+    t.equal(lines.length, 1, `one line for ${ids[i]}`)
+    t.match(lines[0], { event: 'http.request', id: ids[i], method: String, path: String, status: res.status, ms: Number, ip: '127.0.0.1' })
+  }
+  t.match(logs.find((e) => e.id === ids[0]), { method: 'GET', path: '/api/thing', status: 200 })
+})
+
+t.test('closeGracefully finishes a request in flight, then closes', async (t) => {
+  const other = createServer({ router, origins: [], trustProxy: new BlockList(), log: () => {} })
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()))
+  const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
+  const slow = rawRequest(url, 'GET', '/api/slow')
+  await new Promise((r) => setTimeout(r, 100))
+  const closed = closeGracefully(other, 5000)
+  const res = await slow
+  t.equal(res.status, 200)
+  t.strictSame(body(res), { success: true, slow: true })
+  await closed
+  await t.rejects(rawRequest(url, 'GET', '/api/thing'), 'no longer accepting')
+})

@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+import { startFakeNakama } from './fake-nakama/server.js'
 
 // The platform on the Nakama backend, black-box over HTTP: two instances on one Nakama (the fake,
 // or the real one named by NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY), sharing SESSION_SECRET.
@@ -195,4 +196,19 @@ t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; reco
   const again = await new Client(a.url).post('/api/auth/guest')
   t.equal(again.status, 200, 'recovered')
   t.equal((await client.get('/api/auth/session')).status, 200, 'the old session works again')
+})
+
+t.test('a platform started while Nakama is down serves its catalogue and creates the boards once Nakama is back', onFake, async (t) => {
+  const late = await startFakeNakama()
+  t.teardown(() => late.close())
+  await late.stop()
+  const p = await startPlatform({ env: { ...env, ...nakamaEnv(late) } })
+  t.teardown(() => p.stop())
+  t.ok(p.logs.some((l) => l.event === 'nakama.leaderboards_pending'), 'the sync is pending')
+  t.equal((await new Client(p.url).get('/api/games')).status, 200)
+  t.equal((await new Client(p.url).post('/api/auth/guest')).status, 503)
+  await late.start()
+  for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(late.state.leaderboards.boards.has('fx-best-desc'), 'created after Nakama came back')
+  t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
 })

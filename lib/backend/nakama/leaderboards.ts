@@ -3,6 +3,9 @@ import { logLine } from '../../http/server.js'
 import type { LeaderboardConfig, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { NakamaClient } from './client.js'
 
+/** How often a leaderboard sync that found Nakama unreachable is tried again. */
+const SYNC_RETRY_MS = 2_000
+
 function notFound(id: string): HttpError {
   return new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard "${id}"`)
 }
@@ -12,13 +15,25 @@ function notFound(id: string): HttpError {
  * periods (its own clock, UTC) and the ranks; `now` is not sent because Nakama's clock rules.
  */
 export class NakamaLeaderboards {
+  #retry: NodeJS.Timeout | undefined
   constructor(readonly client: NakamaClient) {}
 
-  /** Create missing boards with ranks enabled; boards whose stored settings differ are logged. */
+  /**
+   * Create missing boards with ranks enabled; boards whose stored settings differ are logged.
+   * While Nakama is unreachable the platform still starts (and reloads) and serves its catalogue:
+   * the sync is retried in the background until it goes through; a newer sync replaces it.
+   */
   async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
+    clearTimeout(this.#retry)
     const payload = boards.map((b) => ({ id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative }))
-    const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
-    logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
+    try {
+      const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
+      logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 503)) throw err
+      logLine({ event: 'nakama.leaderboards_pending', retryInMs: SYNC_RETRY_MS })
+      this.#retry = setTimeout(() => void this.syncLeaderboards(boards).catch(() => undefined), SYNC_RETRY_MS).unref()
+    }
   }
 
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */

@@ -230,7 +230,7 @@ t.test('with the bridge down, /terminal-ws/ answers 502 and the platform keeps s
   t.equal(upgrade.status, 502)
   const games = await request('GET', `${BASE}/api/games`, { ca })
   t.equal(games.status, 200)
-  t.match(readFileSync(`${nginx.prefix}/logs/playfield.error.log`, 'utf8'), /connect\(\) failed \(111: Connection refused\)/)
+  t.match(nginx.errorLog(), /connect\(\) failed \(111: Connection refused\)/)
 })
 
 t.test('the shipped site keeps terminal connections open for 86400 s and sends the prefix to the bridge root', async (t) => {

@@ -38,6 +38,11 @@ for (const name of UNITS) {
     const local = execStart.replace(INSTALL_DIR, ROOT)
     t.doesNotThrow(() => accessSync(local, constants.X_OK), `${local} is executable`)
     t.equal(serviceValue(unit, 'Restart'), 'on-failure')
+    // No restart after exit 2: that is what a bad configuration gives, and restarting cannot fix it.
+    t.equal(serviceValue(unit, 'RestartPreventExitStatus'), '2')
+    const bad = spawnSync(local, [], { env: { PATH: process.env.PATH, PORT: 'x', TERMINAL_PORT: 'x' }, encoding: 'utf8' })
+    t.equal(bad.status, 2, 'a bad variable exits 2')
+    t.match(bad.stderr, /^config: [A-Z_]+: .*\n$/, 'with one line naming it')
     t.same(unit.Service!.EnvironmentFile!.slice(0, 1), ['/etc/playfield/playfield.env'], 'the shared environment file, required')
     t.equal(serviceValue(unit, 'Type'), 'exec')
     t.ok(serviceValue(unit, 'SyslogIdentifier'), 'journal lines carry a name')

@@ -1,16 +1,34 @@
 import type { RankKey } from './leaderboard.js'
 
-// Redis's zset parameters: a node is promoted with probability 1/4, so 32 levels cover 4^32 entries.
-const MAX_LEVEL = 32
-const PROMOTE = 0.25
+// Node widths: a leaf of 64 keys or an inner node of 64 children is a few cache lines of pointers,
+// so a million entries are 4 levels deep. Bulk builds fill to 48 to leave room for inserts.
+const MAX_WIDTH = 64
+const BUILD_WIDTH = 48
 
-// The rank key is copied into the node so a comparison reads the node it is already at instead of
-// following a pointer to the entry: one cache miss less on each of the ~40 steps at 1M entries.
-interface SkipNode<K> extends RankKey {
+interface Leaf<K> {
+  leaf: true
+  keys: K[]
+  parent: Inner<K> | null
+  next: Leaf<K> | null
+  prev: Leaf<K> | null
+}
+
+interface Inner<K> {
+  leaf: false
+  children: Node<K>[]
+  /** Entries under each child. */
+  counts: number[]
+  /** The first key under each child, to descend by comparison. */
+  firsts: K[]
+  parent: Inner<K> | null
+}
+
+type Node<K> = Leaf<K> | Inner<K>
+
+/** Where an owner's entry is: its key and the leaf holding it (kept up to date on splits). */
+interface Slot<K> {
   key: K
-  next: (SkipNode<K> | null)[]
-  /** How many entries link i skips: the distance in ranks to next[i] (to the end when null). */
-  span: number[]
+  leaf: Leaf<K>
 }
 
 /** One entry of a page with its 1-based rank. */
@@ -20,21 +38,19 @@ export interface Ranked<K> {
 }
 
 /**
- * An order-statistic index of one leaderboard period: a skip list with span counts (as Redis's
- * sorted sets), so insert, remove, rank and keyset paging are O(log n), plus one entry per owner.
+ * An order-statistic index of one leaderboard period: a counted B+ tree (each inner node knows
+ * how many entries each child holds) with linked leaves, plus one slot per owner. Insert, remove
+ * and keyset paging are O(log n); an owner's rank is read bottom-up from its leaf, summing the
+ * counts left of the path, without a single comparison. Nodes are never merged on removal (only
+ * emptied ones are dropped), so the height is bounded by the largest size the index has had.
  */
 export class RankIndex<K extends RankKey> {
   readonly #compare: (a: RankKey, b: RankKey) => number
-  readonly #head: SkipNode<K>
-  readonly #owners = new Map<string, K>()
-  #level = 1
-  // Scratch arrays reused by every insert and remove, so a write allocates only its node.
-  readonly #update: SkipNode<K>[] = []
-  readonly #rank: number[] = []
+  readonly #owners = new Map<string, Slot<K>>()
+  #root: Node<K> = newLeaf()
 
   constructor(compare: (a: RankKey, b: RankKey) => number) {
     this.#compare = compare
-    this.#head = newNode(undefined as unknown as K, MAX_LEVEL)
   }
 
   /** Build from entries in one pass (they are sorted first unless already in rank order). */
@@ -47,23 +63,25 @@ export class RankIndex<K extends RankKey> {
         break
       }
     }
-    const last: SkipNode<K>[] = new Array(MAX_LEVEL).fill(index.#head)
-    const lastRank: number[] = new Array(MAX_LEVEL).fill(0)
-    let rank = 0
-    for (const key of sorted) {
-      if (index.#owners.has(key.ownerId)) throw new Error(`duplicate owner ${key.ownerId} in rank index`)
-      index.#owners.set(key.ownerId, key)
-      rank++
-      const node = newNode(key, randomLevel())
-      for (let i = 0; i < node.next.length; i++) {
-        last[i]!.next[i] = node
-        last[i]!.span[i] = rank - lastRank[i]!
-        last[i] = node
-        lastRank[i] = rank
+    if (sorted.length === 0) return index
+    let level: Node<K>[] = []
+    let prev: Leaf<K> | null = null
+    for (let i = 0; i < sorted.length; i += BUILD_WIDTH) {
+      const leaf: Leaf<K> = { ...newLeaf<K>(), keys: sorted.slice(i, i + BUILD_WIDTH), prev }
+      if (prev) prev.next = leaf
+      prev = leaf
+      for (const key of leaf.keys) {
+        if (index.#owners.has(key.ownerId)) throw new Error(`duplicate owner ${key.ownerId} in rank index`)
+        index.#owners.set(key.ownerId, { key, leaf })
       }
-      if (node.next.length > index.#level) index.#level = node.next.length
+      level.push(leaf)
     }
-    for (let i = 0; i < index.#level; i++) last[i]!.span[i] = rank - lastRank[i]!
+    while (level.length > 1) {
+      const up: Node<K>[] = []
+      for (let i = 0; i < level.length; i += BUILD_WIDTH) up.push(newInner(level.slice(i, i + BUILD_WIDTH)))
+      level = up
+    }
+    index.#root = level[0]!
     return index
   }
 
@@ -74,45 +92,55 @@ export class RankIndex<K extends RankKey> {
 
   /** The owner's entry, if any. */
   get(ownerId: string): K | undefined {
-    return this.#owners.get(ownerId)
+    return this.#owners.get(ownerId)?.key
   }
 
   /** Put the owner's entry in place of its previous one; returns its new rank. */
   set(key: K): number {
     this.remove(key.ownerId)
-    this.#owners.set(key.ownerId, key)
-    return this.#insert(key)
+    let node = this.#root
+    while (!node.leaf) {
+      const i = this.#childIndex(node, key)
+      node.counts[i]!++
+      node = node.children[i]!
+    }
+    const pos = this.#upperBound(node.keys, key)
+    node.keys.splice(pos, 0, key)
+    this.#owners.set(key.ownerId, { key, leaf: node })
+    if (pos === 0) updateFirst(node)
+    if (node.keys.length > MAX_WIDTH) this.#splitLeaf(node)
+    return this.rank(key.ownerId)
   }
 
   /** Remove the owner's entry; false when it had none. */
   remove(ownerId: string): boolean {
-    const key = this.#owners.get(ownerId)
-    if (!key) return false
+    const slot = this.#owners.get(ownerId)
+    if (!slot) return false
     this.#owners.delete(ownerId)
-    const update = this.#update
-    let x = this.#head
-    for (let i = this.#level - 1; i >= 0; i--) {
-      for (let n = x.next[i]; n && this.#compare(n, key) < 0; n = x.next[i]) x = n
-      update[i] = x
+    const leaf = slot.leaf
+    const pos = leaf.keys.indexOf(slot.key)
+    leaf.keys.splice(pos, 1)
+    for (let node: Node<K> = leaf, p = node.parent; p; node = p, p = p.parent) p.counts[p.children.indexOf(node)]!--
+    if (leaf.keys.length === 0 && leaf.parent) this.#drop(leaf)
+    else if (pos === 0 && leaf.keys.length > 0) updateFirst(leaf)
+    // A root with one child adds a level for nothing.
+    while (!this.#root.leaf && this.#root.children.length === 1) {
+      this.#root = this.#root.children[0]!
+      this.#root.parent = null
     }
-    const node = x.next[0]!
-    for (let i = 0; i < this.#level; i++) {
-      const u = update[i]!
-      if (u.next[i] === node) {
-        u.span[i]! += node.span[i]! - 1
-        u.next[i] = node.next[i]!
-      } else {
-        u.span[i]!--
-      }
-    }
-    while (this.#level > 1 && this.#head.next[this.#level - 1] === null) this.#level--
     return true
   }
 
   /** The owner's 1-based rank, or 0 when it has no entry. */
   rank(ownerId: string): number {
-    const key = this.#owners.get(ownerId)
-    return key ? this.#countUpTo(key).count : 0
+    const slot = this.#owners.get(ownerId)
+    if (!slot) return 0
+    let rank = slot.leaf.keys.indexOf(slot.key) + 1
+    for (let node: Node<K> = slot.leaf, p = node.parent; p; node = p, p = p.parent) {
+      const i = p.children.indexOf(node)
+      for (let j = 0; j < i; j++) rank += p.counts[j]!
+    }
+    return rank
   }
 
   /**
@@ -120,68 +148,122 @@ export class RankIndex<K extends RankKey> {
    * the index: keyset paging, so entries are neither skipped nor repeated when others move).
    */
   page(after: RankKey | null, limit: number): { entries: Ranked<K>[]; more: boolean } {
-    let { node, count } = after ? this.#countUpTo(after) : { node: this.#head, count: 0 }
-    const entries: Ranked<K>[] = []
-    let n = node.next[0]
-    for (; n && entries.length < limit; n = n.next[0]) entries.push({ key: n.key, rank: ++count })
-    return { entries, more: Boolean(n) }
-  }
-
-  /** The last node ordered at or before `key`, and how many entries that is. */
-  #countUpTo(key: RankKey): { node: SkipNode<K>; count: number } {
-    let x = this.#head
+    let node = this.#root
     let count = 0
-    for (let i = this.#level - 1; i >= 0; i--) {
-      for (let n = x.next[i]; n && this.#compare(n, key) <= 0; n = x.next[i]) {
-        count += x.span[i]!
-        x = n
+    while (!node.leaf) {
+      const i = after ? this.#childIndex(node, after) : 0
+      for (let j = 0; j < i; j++) count += node.counts[j]!
+      node = node.children[i]!
+    }
+    let leaf: Leaf<K> | null = node
+    let pos = after ? this.#upperBound(node.keys, after) : 0
+    count += pos
+    const entries: Ranked<K>[] = []
+    while (leaf && entries.length < limit) {
+      if (pos < leaf.keys.length) {
+        entries.push({ key: leaf.keys[pos++]!, rank: ++count })
+      } else {
+        leaf = leaf.next
+        pos = 0
       }
     }
-    return { node: x, count }
+    return { entries, more: leaf !== null && (pos < leaf.keys.length || leaf.next !== null) }
   }
 
-  #insert(key: K): number {
-    const update = this.#update
-    const rank = this.#rank
-    let x = this.#head
-    for (let i = this.#level - 1; i >= 0; i--) {
-      rank[i] = i === this.#level - 1 ? 0 : rank[i + 1]!
-      for (let n = x.next[i]; n && this.#compare(n, key) < 0; n = x.next[i]) {
-        rank[i]! += x.span[i]!
-        x = n
-      }
-      update[i] = x
+  /** The child of `node` whose range holds `key`: the last whose first key is not after it. */
+  #childIndex(node: Inner<K>, key: RankKey): number {
+    let lo = 1
+    let hi = node.firsts.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.#compare(node.firsts[mid]!, key) <= 0) lo = mid + 1
+      else hi = mid
     }
-    const level = randomLevel()
-    if (level > this.#level) {
-      for (let i = this.#level; i < level; i++) {
-        rank[i] = 0
-        update[i] = this.#head
-        this.#head.span[i] = this.size - 1
-      }
-      this.#level = level
+    return lo - 1
+  }
+
+  /** The first position in `keys` ordered after `key`. */
+  #upperBound(keys: K[], key: RankKey): number {
+    let lo = 0
+    let hi = keys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.#compare(keys[mid]!, key) <= 0) lo = mid + 1
+      else hi = mid
     }
-    const node = newNode(key, level)
-    for (let i = 0; i < level; i++) {
-      const u = update[i]!
-      node.next[i] = u.next[i]!
-      u.next[i] = node
-      node.span[i] = u.span[i]! - (rank[0]! - rank[i]!)
-      u.span[i] = rank[0]! - rank[i]! + 1
+    return lo
+  }
+
+  #splitLeaf(leaf: Leaf<K>): void {
+    const right: Leaf<K> = { ...newLeaf<K>(), keys: leaf.keys.splice(leaf.keys.length >>> 1), prev: leaf, next: leaf.next }
+    if (leaf.next) leaf.next.prev = right
+    leaf.next = right
+    for (const key of right.keys) this.#owners.get(key.ownerId)!.leaf = right
+    this.#addSibling(leaf, right)
+  }
+
+  /** Put `right` just after `left` in `left`'s parent (a new root when there is none), splitting upwards. */
+  #addSibling(left: Node<K>, right: Node<K>): void {
+    const parent = left.parent
+    if (!parent) {
+      this.#root = newInner([left, right])
+      return
     }
-    for (let i = level; i < this.#level; i++) update[i]!.span[i]!++
-    return rank[0]! + 1
+    const i = parent.children.indexOf(left)
+    const moved = sizeOf(right)
+    parent.counts[i]! -= moved
+    parent.children.splice(i + 1, 0, right)
+    parent.counts.splice(i + 1, 0, moved)
+    parent.firsts.splice(i + 1, 0, firstOf(right))
+    right.parent = parent
+    if (parent.children.length <= MAX_WIDTH) return
+    const half = parent.children.length >>> 1
+    const sibling = newInner(parent.children.splice(half))
+    parent.counts.splice(half)
+    parent.firsts.splice(half)
+    this.#addSibling(parent, sibling)
+  }
+
+  /** Take an emptied node out of its parent, and the parent too when that empties it. */
+  #drop(node: Node<K>): void {
+    if (node.leaf) {
+      if (node.prev) node.prev.next = node.next
+      if (node.next) node.next.prev = node.prev
+    }
+    const parent = node.parent!
+    const i = parent.children.indexOf(node)
+    parent.children.splice(i, 1)
+    parent.counts.splice(i, 1)
+    parent.firsts.splice(i, 1)
+    if (parent.children.length === 0 && parent.parent) this.#drop(parent)
+    else if (parent.children.length === 0) this.#root = newLeaf()
+    else if (i === 0) updateFirst(parent)
   }
 }
 
-function newNode<K extends RankKey>(key: K, level: number): SkipNode<K> {
-  const next: (SkipNode<K> | null)[] = new Array(level).fill(null)
-  const span: number[] = new Array(level).fill(0)
-  return key ? { score: key.score, subscore: key.subscore, ownerId: key.ownerId, key, next, span } : { score: 0, subscore: 0, ownerId: '', key, next, span }
+function newLeaf<K>(): Leaf<K> {
+  return { leaf: true, keys: [], parent: null, next: null, prev: null }
 }
 
-function randomLevel(): number {
-  let level = 1
-  while (level < MAX_LEVEL && Math.random() < PROMOTE) level++
-  return level
+function newInner<K>(children: Node<K>[]): Inner<K> {
+  const inner: Inner<K> = { leaf: false, children, counts: children.map(sizeOf), firsts: children.map(firstOf), parent: null }
+  for (const child of children) child.parent = inner
+  return inner
+}
+
+function sizeOf<K>(node: Node<K>): number {
+  return node.leaf ? node.keys.length : node.counts.reduce((a, b) => a + b, 0)
+}
+
+function firstOf<K>(node: Node<K>): K {
+  return node.leaf ? node.keys[0]! : node.firsts[0]!
+}
+
+/** After a node's first key changed: fix the separators above it, as far as it is a first child. */
+function updateFirst<K>(node: Node<K>): void {
+  for (let p = node.parent; p; node = p, p = p.parent) {
+    const i = p.children.indexOf(node)
+    p.firsts[i] = firstOf(node)
+    if (i !== 0) return
+  }
 }

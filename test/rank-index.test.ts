@@ -15,6 +15,16 @@ function checkAll(t: Test, index: RankIndex<RankKey>, model: Map<string, RankKey
   const all = index.page(null, sorted.length + 1)
   t.same(all.entries.map((e) => e.key.ownerId), sorted.map((k) => k.ownerId), `${label}: full page in order`)
   t.equal(all.more, false, `${label}: nothing after the last page`)
+  const paged: string[] = []
+  let after: RankKey | null = null
+  for (;;) {
+    const { entries, more }: { entries: { key: RankKey; rank: number }[]; more: boolean } = index.page(after, 97)
+    if (entries.some((e, i) => e.rank !== paged.length + i + 1)) t.fail(`${label}: page ranks`)
+    paged.push(...entries.map((e) => e.key.ownerId))
+    if (!more) break
+    after = entries[entries.length - 1]!.key
+  }
+  t.same(paged, sorted.map((k) => k.ownerId), `${label}: keyset pages of 97 in order`)
 }
 
 t.test('random inserts, replacements and removes keep every rank exact (both orders, many ties)', async (t) => {
@@ -80,4 +90,44 @@ t.test('keyset pages cover every entry once, also when other entries change betw
   t.equal(new Set(seen).size, 95, 'no entry twice')
   t.equal(pages, 10)
   t.same(index.page({ ownerId: 'zzz', score: -1, subscore: 0 }, 5), { entries: [], more: false }, 'after the end: empty')
+})
+
+t.test('deep trees: thousands of entries split inner nodes, removals empty and collapse them', async (t) => {
+  for (const order of ['desc', 'asc'] as const) {
+    const model = new Map<string, RankKey>()
+    const initial: RankKey[] = []
+    for (let i = 0; i < 6000; i++) initial.push({ ownerId: `b${i}`, score: (i * 7919) % 1000, subscore: i % 5 })
+    for (const k of initial) model.set(k.ownerId, k)
+    const index = RankIndex.build(initial, rankComparator(order))
+    let seed = 11
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n)
+    // Grow past several levels with inserts clustered at the top (position 0 changes often) ...
+    for (let i = 0; i < 20000; i++) {
+      const ownerId = `g${rnd(15000)}`
+      const key = { ownerId, score: order === 'desc' ? 1000 + rnd(5000) : rnd(5000), subscore: rnd(3) }
+      model.set(ownerId, key)
+      index.set(key)
+    }
+    checkAll(t, index, model, order, `${order} grown`)
+    // ... then remove almost everything, in random order.
+    const owners = [...model.keys()]
+    for (let i = owners.length - 1; i > 0; i--) {
+      const j = rnd(i + 1)
+      ;[owners[i], owners[j]] = [owners[j]!, owners[i]!]
+    }
+    for (const [n, ownerId] of owners.entries()) {
+      if (n >= owners.length - 50) break
+      model.delete(ownerId)
+      t.equal(index.remove(ownerId), true)
+      if (n % 5000 === 0) checkAll(t, index, model, order, `${order} shrinking ${n}`)
+    }
+    checkAll(t, index, model, order, `${order} shrunk to 50`)
+    for (const ownerId of [...model.keys()]) {
+      model.delete(ownerId)
+      index.remove(ownerId)
+    }
+    checkAll(t, index, model, order, `${order} empty`)
+    index.set({ ownerId: 'again', score: 1, subscore: 1 })
+    t.equal(index.rank('again'), 1, 'usable after emptying')
+  }
 })

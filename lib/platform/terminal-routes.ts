@@ -54,6 +54,7 @@ const TERMINAL_PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Playfield developer terminal</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/dev/terminal/assets/xterm.css">
 <link rel="stylesheet" href="/dev/terminal/assets/terminal.css">
 </head>

@@ -1,0 +1,110 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import t from 'tap'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { startBridge } from './helpers/terminal.js'
+
+// The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
+declare const document: {
+  getElementById(id: string): { textContent: string | null } | null
+  querySelector(selector: string): { textContent: string | null } | null
+}
+
+const CHROMIUM = '/usr/bin/chromium'
+if (!existsSync(CHROMIUM)) {
+  t.plan(0, `${CHROMIUM} is not installed (.ci/run installs it)`)
+  process.exit(0)
+}
+
+/** A port free right now: the page's origin must be known before the platform starts. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const dataDir = tempDir()
+const port = await freePort()
+const origin = `http://127.0.0.1:${port}`
+const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: origin })
+const platform = await startPlatform({ dataDir, env: { PORT: String(port), PLATFORM_ORIGINS: origin, TERMINAL_PORT: String(bridge.port) } })
+const browser: Browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+})
+t.teardown(async () => {
+  await browser.close()
+  await platform.stop()
+  await bridge.stop()
+})
+
+/** A browser page signed in as a fresh account (developer when `grant`). */
+async function signedIn(username: string, grant: boolean): Promise<Page> {
+  const client = new Client(origin, origin)
+  const res = await client.post('/api/auth/register', { username, password: 'correct horse battery' })
+  if (res.status !== 200) throw new Error(`register: ${res.status}`)
+  if (grant) {
+    execFileSync(process.execPath, [PLATFORM_JS, 'users', 'grant', username, 'developer'], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
+      stdio: 'pipe',
+    })
+  }
+  const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
+  await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: origin })))
+  return context.newPage()
+}
+
+const screen = (page: Page): Promise<string> => page.locator('.xterm-rows').innerText()
+
+async function waitForScreen(page: Page, pattern: RegExp): Promise<void> {
+  await page.waitForFunction((source) => new RegExp(source).test(document.querySelector('.xterm-rows')?.textContent ?? ''), pattern.source, { timeout: 15_000 })
+}
+
+t.test('an admitted user opens /dev/terminal, types a command and sees its output', async (t) => {
+  const page = await signedIn('browser_dev', true)
+  const errors: string[] = []
+  page.on('pageerror', (err) => errors.push(err.message))
+  page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()))
+  const res = await page.goto(`${origin}/dev/terminal`)
+  t.equal(res?.status(), 200)
+  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo browser-$((6*7))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /browser-42/)
+  t.match(await screen(page), /browser-42/, 'the output is in the terminal')
+  // The size the page sent follows the window.
+  await page.keyboard.type('echo size=$(stty size | tr " " x)')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /size=[0-9]+x[0-9]+/)
+  const before = /size=([0-9]+)x([0-9]+)/.exec(await screen(page))!
+  await page.setViewportSize({ width: 700, height: 400 })
+  await page.waitForTimeout(300)
+  await page.keyboard.type('echo resized=$(stty size | tr " " x)')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /resized=[0-9]+x[0-9]+/)
+  const after = /resized=([0-9]+)x([0-9]+)/.exec(await screen(page))!
+  t.ok(Number(after[2]) < Number(before[2]) && Number(after[1]) < Number(before[1]), `rows and columns follow the window (${before[0]} -> ${after[0]})`)
+  await page.keyboard.type('exit')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => /shell exited with code 0/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.equal(await page.locator('#reconnect').isVisible(), true, 'offers a new shell')
+  t.same(errors, [], 'no page errors, no CSP violations')
+  await page.context().close()
+})
+
+t.test('a signed-in user without admission sees the 403 page', async (t) => {
+  const page = await signedIn('browser_guest', false)
+  const res = await page.goto(`${origin}/dev/terminal`)
+  t.equal(res?.status(), 403)
+  t.match(await page.locator('h1').innerText(), /403 Developer access required/)
+  t.match(await page.locator('#reason').innerText(), /neither the developer nor the admin role/)
+  t.equal(await page.locator('.xterm').count(), 0, 'no terminal')
+  await page.context().close()
+})

@@ -1,0 +1,61 @@
+import t from 'tap'
+import { mintTicket, SpentTickets, TICKET_TTL_MS, verifyTicket } from '../lib/ticket.js'
+
+const KEY = 'k'.repeat(40)
+const OLD = 'o'.repeat(40)
+const user = { id: 'user-1', username: 'dev' }
+const now = 1_800_000_000_000
+
+t.test('a minted ticket verifies and names the user, an expiry within 60 s and a nonce', async (t) => {
+  const { ticket, claims } = mintTicket([KEY], user, now)
+  t.same(verifyTicket([KEY], ticket, now), claims)
+  t.match(claims, { userId: 'user-1', username: 'dev', expiresAt: now + TICKET_TTL_MS })
+  t.equal(TICKET_TTL_MS, 60_000)
+  t.match(claims.nonce, /^[A-Za-z0-9_-]{24}$/)
+  t.not(mintTicket([KEY], user, now).claims.nonce, claims.nonce, 'fresh nonce each time')
+})
+
+t.test('refused tickets', async (t) => {
+  const { ticket } = mintTicket([KEY], user, now)
+  const [payload, mac] = ticket.split('.') as [string, string]
+  const reclaim = (change: Record<string, unknown>): string => {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
+    return Buffer.from(JSON.stringify({ ...claims, ...change })).toString('base64url') + '.' + mac
+  }
+  const cases: [string, string, number, string[]][] = [
+    ['signed with another key', mintTicket([OLD], user, now).ticket, now, [KEY]],
+    ['claims changed after signing', reclaim({ userId: 'admin' }), now, [KEY]],
+    ['expiry pushed out', reclaim({ expiresAt: now + 3_600_000 }), now, [KEY]],
+    ['mac cut short', `${payload}.${mac.slice(0, 10)}`, now, [KEY]],
+    ['no mac', payload, now, [KEY]],
+    ['empty', '', now, [KEY]],
+    ['garbage', '....', now, [KEY]],
+    ['expired by a millisecond', ticket, now + TICKET_TTL_MS, [KEY]],
+    ['minted in the future (beyond the 60 s rule)', mintTicket([KEY], user, now + 1000).ticket, now - 1, [KEY]],
+    ['too long', 'a'.repeat(5000) + '.' + mac, now, [KEY]],
+  ]
+  for (const [name, value, at, keys] of cases) t.equal(verifyTicket(keys, value, at), null, name)
+  // A validly signed payload that is not our claims shape.
+  const foreign = Buffer.from(JSON.stringify({ userId: 'x' })).toString('base64url')
+  const { createHmac } = await import('node:crypto')
+  const signed = `${foreign}.${createHmac('sha256', KEY).update(foreign).digest('base64url')}`
+  t.equal(verifyTicket([KEY], signed, now), null, 'signed, but not ticket claims')
+})
+
+t.test('key rotation: the first key signs, every key verifies', async (t) => {
+  const { ticket, claims } = mintTicket([OLD], user, now)
+  t.same(verifyTicket([KEY, OLD], ticket, now), claims)
+})
+
+t.test('SpentTickets: single use, and nonces are pruned once their ticket expired', async (t) => {
+  const spent = new SpentTickets()
+  const a = mintTicket([KEY], user, now).claims
+  const b = mintTicket([KEY], user, now + 30_000).claims
+  t.equal(spent.spend(a, now), true)
+  t.equal(spent.spend(a, now + 1), false, 'replay refused')
+  t.equal(spent.spend(b, now + 30_000), true)
+  t.equal(spent.size, 2)
+  const c = mintTicket([KEY], user, now + TICKET_TTL_MS).claims
+  t.equal(spent.spend(c, now + TICKET_TTL_MS), true)
+  t.equal(spent.size, 2, 'a was pruned at its expiry')
+})

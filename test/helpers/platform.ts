@@ -130,12 +130,19 @@ export async function testBackendFor(dataDir: string): Promise<Record<string, st
     })
     nakamaByDataDir.set(dataDir, env)
   }
-  return (lastBackendEnv = await env)
+  const resolved = await env
+  backendEnvByDataDir.set(dataDir, resolved)
+  return (lastBackendEnv = resolved)
 }
 
-/** The environment of the backend the latest startPlatform used (for running bin/platform sub-commands beside it). */
-export function testBackendEnv(): Record<string, string | undefined> {
-  return lastBackendEnv
+const backendEnvByDataDir = new Map<string, Record<string, string>>()
+
+/**
+ * The backend environment a started platform of `dataDir` uses (else of the latest one), for
+ * running bin/platform sub-commands beside it, e.g. `users grant`; {} on the embedded backend.
+ */
+export function testBackendEnv(dataDir?: string): Record<string, string | undefined> {
+  return (dataDir === undefined ? undefined : backendEnvByDataDir.get(dataDir)) ?? lastBackendEnv
 }
 
 /** A fetch client that keeps cookies like a browser would for one origin. */

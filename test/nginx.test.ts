@@ -5,7 +5,7 @@ import { WebSocket } from 'ws'
 import { tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
 import { SITE_CONF, freePort, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
 import { SHELL_USER, TICKET_SECRET, TermClient, ensureShellUser, startBridge } from './helpers/terminal.js'
-import { parseUnit, unitLaunch, unitText } from './helpers/units.js'
+import { homeOf, parseUnit, unitLaunch, unitText } from './helpers/units.js'
 
 // End to end through the real nginx running the shipped site (systemd/nginx.conf), with only
 // ports, certificate and log paths swapped for the test machine's.
@@ -41,10 +41,6 @@ async function startUnitBridge(): Promise<RunningProcess> {
     readyEvent: 'bridge.listening',
     env: { ...launch.env, HOME: home, ...env },
   })
-}
-
-function homeOf(user: string): string {
-  return readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${user}:`))!.split(':')[5]!
 }
 
 t.before(async () => {

@@ -117,3 +117,10 @@ export function unitLaunch(unit: Unit, account: string, moved: Record<string, st
     asAccount,
   }
 }
+
+/** The home directory of `user` from /etc/passwd. */
+export function homeOf(user: string): string {
+  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${user}:`))
+  if (!line) throw new Error(`no account ${user}`)
+  return line.split(':')[5]!
+}

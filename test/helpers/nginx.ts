@@ -89,6 +89,7 @@ export async function startNginx(ports: SitePorts, cert: { cert: string; key: st
   writeFileSync(path.join(prefix, 'nginx.conf'), [
     user,
     'worker_processes 1;',
+    `pid ${prefix}/nginx.pid;`,
     `error_log ${logDir}/error.log;`,
     'events { worker_connections 256; }',
     'http {',
@@ -104,7 +105,7 @@ export async function startNginx(ports: SitePorts, cert: { cert: string; key: st
   ].join('\n'))
   const args = ['-p', prefix, '-e', `${logDir}/error.log`, '-c', `${prefix}/nginx.conf`]
   execFileSync('nginx', [...args, '-t', '-q'], { stdio: ['ignore', 'ignore', 'pipe'] })
-  const child = spawn('nginx', [...args, '-g', `daemon off; pid ${prefix}/nginx.pid;`], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn('nginx', [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

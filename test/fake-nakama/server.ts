@@ -172,6 +172,8 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
     async restart() {
       await stop()
       state.blacklist.clear()
+      // A real restart takes seconds: let clients in this process see their sockets close first.
+      await new Promise((resolve) => setTimeout(resolve, 50))
       await listen()
     },
     close: stop,

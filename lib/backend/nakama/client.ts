@@ -59,7 +59,8 @@ export class NakamaClient {
     try {
       return await this.#once(method, path, options)
     } catch (err) {
-      if (!options.idempotent || !(err instanceof Retryable)) throw unwrap(err)
+      // A refused connection never reached Nakama, so even a write may be sent again.
+      if (!(err instanceof Retryable) || !(options.idempotent || err.refused)) throw unwrap(err)
       await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS))
       return this.#once(method, path, options).catch((again: unknown) => {
         throw unwrap(again)
@@ -89,9 +90,9 @@ export class NakamaClient {
     } catch (err) {
       // A time-out is not retried: the node is slow, and a second wait doubles the caller's.
       if (err instanceof Error && err.name === 'TimeoutError') throw backendUnavailable()
-      throw new Retryable()
+      throw new Retryable((err as { cause?: { code?: unknown } }).cause?.code === 'ECONNREFUSED')
     }
-    if (res.status >= 500) throw new Retryable()
+    if (res.status >= 500) throw new Retryable(false)
     let body: unknown = null
     try {
       body = text === '' ? {} : JSON.parse(text)
@@ -105,7 +106,11 @@ export class NakamaClient {
 }
 
 /** A failure worth one more try for an idempotent request: unreachable, reset, or a 5xx. */
-class Retryable extends Error {}
+class Retryable extends Error {
+  constructor(readonly refused: boolean) {
+    super('retryable')
+  }
+}
 
 function unwrap(err: unknown): unknown {
   return err instanceof Retryable ? backendUnavailable() : err

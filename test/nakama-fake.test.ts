@@ -1,0 +1,101 @@
+import t from 'tap'
+import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
+
+// The fake Nakama itself holds to nakama-api.md for the calls the backend makes, so tests against
+// it say something about a real Nakama.
+
+const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`
+const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+
+function post(fake: FakeNakama, path: string, body: unknown, authorization?: string) {
+  return fetch(`${fake.url}${path}`, { method: 'POST', headers: authorization ? { authorization } : {}, body: JSON.stringify(body) })
+}
+
+t.test('authenticate: server key, query-parameter create and username, error bodies', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  let res = await post(fake, '/v2/account/authenticate/custom', { id: 'custom-0001' })
+  t.equal(res.status, 401)
+  t.same(await res.json(), { code: 16, message: 'Server key required' })
+  res = await post(fake, '/v2/account/authenticate/custom', { id: 'custom-0001' }, basic('wrong'))
+  t.same(await res.json(), { code: 16, message: 'Server key invalid' })
+  res = await post(fake, '/v2/account/authenticate/custom?create=false', { id: 'custom-0001' }, basic(fake.serverKey))
+  t.equal(res.status, 404)
+  t.same(await res.json(), { code: 5, message: 'User account not found.' })
+  res = await post(fake, '/v2/account/authenticate/custom', { id: 'custom-0001', create: false }, basic(fake.serverKey))
+  const created = await res.json() as Record<string, unknown>
+  t.equal(created.created, true, '"create" in the body is dropped: created anyway')
+  t.match(claims(created.token as string).usn, /^[A-Za-z]{10}$/, 'a generated name')
+  res = await post(fake, '/v2/account/authenticate/custom?username=other', { id: 'custom-0001' }, basic(fake.serverKey))
+  const again = await res.json() as Record<string, unknown>
+  t.notOk('created' in again, 'created: false is left out')
+  t.equal(claims(again.token as string).usn, claims(created.token as string).usn, 'an existing id ignores username')
+  res = await post(fake, '/v2/account/authenticate/custom?username=Alice', { id: 'custom-0002' }, basic(fake.serverKey))
+  res = await post(fake, '/v2/account/authenticate/custom?username=Alice', { id: 'custom-0003' }, basic(fake.serverKey))
+  t.equal(res.status, 409)
+  t.same(await res.json(), { code: 6, message: 'Username is already in use.' })
+  res = await post(fake, '/v2/account/authenticate/custom?username=alice', { id: 'custom-0003' }, basic(fake.serverKey))
+  t.equal(res.status, 200, 'names are case-sensitive')
+  res = await post(fake, '/v2/account/authenticate/email?create=false&username=Alice', { password: 'whatever1' }, basic(fake.serverKey))
+  t.equal(res.status, 401, 'a custom account has no password')
+  t.same(await res.json(), { code: 16, message: 'Invalid credentials.' })
+  res = await post(fake, '/v2/account/authenticate/email?username=nobody', { password: 'whatever1' }, basic(fake.serverKey))
+  t.equal(res.status, 404)
+  res = await post(fake, '/v2/account/authenticate/email', { email: 'a@b.example', password: 'short' }, basic(fake.serverKey))
+  t.same(await res.json(), { code: 3, message: 'Password must be at least 8 characters long.' })
+})
+
+t.test('tokens, refresh and logout follow Nakama (same tid, not single use, in-memory blacklist)', async (t) => {
+  const fake = await startFakeNakama({ session: { tokenExpirySec: 600 } })
+  t.teardown(() => fake.close())
+  const res = await post(fake, '/v2/account/authenticate/custom?username=bob', { id: 'custom-bob1' }, basic(fake.serverKey))
+  const s = await res.json() as { token: string; refresh_token: string }
+  const c = claims(s.token)
+  t.same(Object.keys(c).sort(), ['exp', 'iat', 'tid', 'uid', 'usn'])
+  t.equal(c.exp - c.iat, 600)
+  t.same(JSON.parse(Buffer.from(s.token.split('.')[0]!, 'base64url').toString()), { alg: 'HS256', typ: 'JWT' })
+  const refresh = async (token: string) => post(fake, '/v2/account/session/refresh', { token }, basic(fake.serverKey))
+  fake.state.rename(c.uid, 'bobby')
+  const first = await (await refresh(s.refresh_token)).json() as { token: string }
+  t.equal(claims(first.token).tid, c.tid)
+  t.equal(claims(first.token).usn, 'bobby', 'the username is re-read')
+  t.equal((await refresh(s.refresh_token)).status, 200, 'not single use')
+  t.same(await (await refresh(s.token)).json(), { code: 16, message: 'Refresh token invalid or expired.' }, 'a session token is no refresh token')
+  t.same(await (await refresh('')).json(), { code: 3, message: 'Refresh token is required.' })
+  const out = await post(fake, '/v2/session/logout', { token: s.token, refresh_token: s.refresh_token }, `Bearer ${s.token}`)
+  t.same(await out.json(), {})
+  t.equal((await fetch(`${fake.url}/v2/account`, { headers: { authorization: `Bearer ${first.token}` } })).status, 401, 'the refreshed token shares the tid')
+  t.equal((await refresh(s.refresh_token)).status, 401)
+  await fake.restart()
+  t.equal((await refresh(s.refresh_token)).status, 200, 'a restart forgets logouts')
+})
+
+t.test('PUT /v2/account: a taken name is 400 code 3, with the message of each version', async (t) => {
+  for (const version of ['3.18', '3.40'] as const) {
+    const fake = await startFakeNakama({ version })
+    t.teardown(() => fake.close())
+    await post(fake, '/v2/account/authenticate/custom?username=carol', { id: 'custom-carol' }, basic(fake.serverKey))
+    const s = await (await post(fake, '/v2/account/authenticate/custom?username=dave', { id: 'custom-dave' }, basic(fake.serverKey))).json() as { token: string }
+    const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${s.token}` }, body: JSON.stringify(body) })
+    const res = await put({ username: 'carol' })
+    t.equal(res.status, 400, version)
+    t.same(await res.json(), { code: 3, message: version === '3.18' ? 'Username is already in use.' : 'rpc error: code = AlreadyExists desc = Username is already in use.' })
+    t.same(await (await put({})).json(), { code: 3, message: 'No fields to update.' })
+    t.equal((await put({ username: 'dave2' })).status, 200)
+    t.equal(claims(s.token).usn, 'dave', 'the token keeps the old name')
+    t.equal('iat' in claims(s.token), version === '3.40', 'iat only from 3.25')
+  }
+})
+
+t.test('v3.18 keeps ranks always and caps limit at 100; v3.40 ranks only with enableRanks', async (t) => {
+  for (const version of ['3.18', '3.40'] as const) {
+    const fake = await startFakeNakama({ version })
+    t.teardown(() => fake.close())
+    fake.runtime.nk.leaderboardCreate('plain', false, 'desc', 'best', null, {}, false)
+    const s = await (await post(fake, '/v2/account/authenticate/custom?username=erin', { id: 'custom-erin' }, basic(fake.serverKey))).json() as { token: string }
+    const rec = await (await post(fake, '/v2/leaderboard/plain', { score: 5, operator: 'SET' }, `Bearer ${s.token}`)).json() as Record<string, unknown>
+    t.equal(rec.rank, version === '3.18' ? '1' : undefined, `${version}: rank`)
+    const list = await fetch(`${fake.url}/v2/leaderboard/plain?limit=101`, { headers: { authorization: `Bearer ${s.token}` } })
+    t.equal(list.status, version === '3.18' ? 400 : 200, `${version}: limit 101`)
+  }
+})

@@ -1,35 +1,5 @@
 import type { RankKey } from './leaderboard.js'
-
-// Node widths: a leaf of 64 keys or an inner node of 64 children is a few cache lines of pointers,
-// so a million entries are 4 levels deep. Bulk builds fill to 48 to leave room for inserts.
-const MAX_WIDTH = 64
-const BUILD_WIDTH = 48
-
-interface Leaf<K> {
-  leaf: true
-  keys: K[]
-  parent: Inner<K> | null
-  next: Leaf<K> | null
-  prev: Leaf<K> | null
-}
-
-interface Inner<K> {
-  leaf: false
-  children: Node<K>[]
-  /** Entries under each child. */
-  counts: number[]
-  /** The first key under each child, to descend by comparison. */
-  firsts: K[]
-  parent: Inner<K> | null
-}
-
-type Node<K> = Leaf<K> | Inner<K>
-
-/** Where an owner's entry is: its key and the leaf holding it (kept up to date on splits). */
-interface Slot<K> {
-  key: K
-  leaf: Leaf<K>
-}
+import { BUILD_WIDTH, MAX_WIDTH, firstOf, newInner, newLeaf, sizeOf, updateFirst, type Inner, type Leaf, type Node, type Slot } from './rank-index-nodes.js'
 
 /** One entry of a page with its 1-based rank. */
 export interface Ranked<K> {
@@ -238,32 +208,5 @@ export class RankIndex<K extends RankKey> {
     if (parent.children.length === 0 && parent.parent) this.#drop(parent)
     else if (parent.children.length === 0) this.#root = newLeaf()
     else if (i === 0) updateFirst(parent)
-  }
-}
-
-function newLeaf<K>(): Leaf<K> {
-  return { leaf: true, keys: [], parent: null, next: null, prev: null }
-}
-
-function newInner<K>(children: Node<K>[]): Inner<K> {
-  const inner: Inner<K> = { leaf: false, children, counts: children.map(sizeOf), firsts: children.map(firstOf), parent: null }
-  for (const child of children) child.parent = inner
-  return inner
-}
-
-function sizeOf<K>(node: Node<K>): number {
-  return node.leaf ? node.keys.length : node.counts.reduce((a, b) => a + b, 0)
-}
-
-function firstOf<K>(node: Node<K>): K {
-  return node.leaf ? node.keys[0]! : node.firsts[0]!
-}
-
-/** After a node's first key changed: fix the separators above it, as far as it is a first child. */
-function updateFirst<K>(node: Node<K>): void {
-  for (let p = node.parent; p; node = p, p = p.parent) {
-    const i = p.children.indexOf(node)
-    p.firsts[i] = firstOf(node)
-    if (i !== 0) return
   }
 }

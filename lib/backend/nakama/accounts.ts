@@ -141,7 +141,7 @@ export class NakamaAccounts {
 
   async #setRole(username: string, role: string, grant: boolean): Promise<Account> {
     const out = await this.client.rpc<{ account?: Account }>('playfield_set_role', { username, role, grant })
-    if (!out.account) throw new HttpError(404, 'USER_NOT_FOUND', `no user named "${username}" (Nakama compares names exactly)`)
+    if (!out.account) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
     return out.account
   }
 }

@@ -1,7 +1,6 @@
 import t from 'tap'
 import { runOnNakama } from './fake-nakama/suite.js'
 
-// The accounts and sessions API tests of the earlier issues, again on the Nakama backend
+// The sign-in API tests of the earlier issues, again on the Nakama backend
 // (test/fake-nakama/suite.ts says what is left out and why).
-t.test('the accounts API tests pass on the Nakama backend', (t) =>
-  runOnNakama(t, ['auth.test.js', 'auth-limit.test.js', 'auth-tokens.test.js', 'username.test.js', 'session.test.js']))
+t.test('the sign-in API tests pass on the Nakama backend', (t) => runOnNakama(t, ['auth.test.js', 'auth-limit.test.js']))

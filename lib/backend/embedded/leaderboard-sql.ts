@@ -36,8 +36,13 @@ CREATE TABLE launches (
 );
 `
 
-/** One row of a period as the rank index is filled with it: owner, username, score, subscore. */
-export type RecordRow = [string, string, number, number]
+/** One record of a period as the rank index holds it; rows are read in this shape directly. */
+export interface RecordEntry {
+  ownerId: string
+  username: string
+  score: number
+  subscore: number
+}
 
 
 /** The statements of the leaderboard store, prepared once. */
@@ -74,6 +79,9 @@ export function prepareStatements(db: Database.Database): Statements {
        WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?`,
     ),
     insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),
-    selectPeriod: db.prepare<[string, number]>('SELECT owner_id, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?').raw(),
+    // Aliased to the index's field names, so each row object is an entry as it is (no copy per row).
+    selectPeriod: db.prepare<[string, number]>(
+      'SELECT owner_id AS ownerId, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?',
+    ),
   }
 }

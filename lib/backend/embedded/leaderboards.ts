@@ -6,20 +6,12 @@ import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../lead
 import { RankIndex } from '../../rank-index.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
-import { LEADERBOARD_SQL, prepareStatements, type RecordRow, type Statements } from './leaderboard-sql.js'
+import { LEADERBOARD_SQL, prepareStatements, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
 export const LEADERBOARD_MIGRATIONS: Migration[] = [{ version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL }]
 
 type LeaderboardPart = Pick<Backend, 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords'>
-
-/** A ranked record as the index holds it. */
-interface Entry {
-  ownerId: string
-  username: string
-  score: number
-  subscore: number
-}
 
 /** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
 interface Period {
@@ -141,8 +133,7 @@ export class LeaderboardStore implements LeaderboardPart {
   }
 
   #fill(config: LeaderboardConfig, expiry: number): RankIndex<Entry> {
-    const rows = this.#sql.selectPeriod.all(config.id, expiry) as RecordRow[]
-    const entries: Entry[] = rows.map(([ownerId, username, score, subscore]) => ({ ownerId, username, score, subscore }))
+    const entries = this.#sql.selectPeriod.all(config.id, expiry) as Entry[]
     return RankIndex.build(entries, rankComparator(config.sortOrder))
   }
 }

@@ -32,7 +32,11 @@ t.test('every acknowledged submission survives SIGKILL mid-stream, with its rank
       await new Promise((resolve) => setTimeout(resolve, 60))
     }
   })
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  // Let every user get a few acknowledgements (however slow the machine), then a little more.
+  for (let waited = 0; users.some((u) => u.acked < 3 * users.length) && waited < 30_000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  await new Promise((resolve) => setTimeout(resolve, 300))
   // Kill while requests are in flight: no graceful close, no final commit.
   first.child.kill('SIGKILL')
   killed = true

@@ -1,4 +1,6 @@
+import { Worker } from 'node:worker_threads'
 import { startFakeNakama, type FakeNakama, type FakeNakamaOptions } from './server.js'
+import type { Question } from './worker.js'
 
 /** A Nakama for a test: the real one named by the environment, or a fresh fake. */
 export interface TestNakama {
@@ -36,11 +38,38 @@ export function nakamaEnv(n: Pick<TestNakama, 'url' | 'serverKey' | 'httpKey'>):
   return { GAME_BACKEND: 'nakama', NAKAMA_URL: n.url, NAKAMA_SERVER_KEY: n.serverKey, NAKAMA_HTTP_KEY: n.httpKey }
 }
 
-/** The fake serving each DATA_DIR under TEST_BACKEND=nakama (test/helpers/platform.ts fills it). */
-const fakes = new Map<string, FakeNakama>()
+/** The worker-thread fake serving each DATA_DIR under TEST_BACKEND=nakama. */
+const workers = new Map<string, Worker>()
 
-export function rememberFake(dataDir: string, fake: FakeNakama): void {
-  fakes.set(dataDir, fake)
+/**
+ * The Nakama for platforms that test/helpers/platform.ts starts under TEST_BACKEND=nakama: the real
+ * one when NAKAMA_URL is set, else a fake of this DATA_DIR on a worker thread (so a test that blocks
+ * its event loop, e.g. with execFileSync, cannot starve it). Says which on stderr once.
+ */
+export async function nakamaForDataDir(dataDir: string): Promise<Record<string, string>> {
+  const real = realNakama()
+  if (real) return nakamaEnv((await testNakama()))
+  const worker = new Worker(new URL('./worker.js', import.meta.url))
+  worker.unref()
+  const ready = await new Promise<{ url: string; serverKey: string; httpKey: string }>((resolve, reject) => {
+    worker.once('message', resolve)
+    worker.once('error', reject)
+  })
+  workers.set(dataDir, worker)
+  if (!announced) process.stderr.write(`# nakama: using the fake Nakama (test/fake-nakama) at ${ready.url}; set NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY for a real one\n`)
+  announced = true
+  return nakamaEnv(ready)
+}
+
+/** Ask the worker fake of `dataDir` a question and wait for the answer (at most 10 s). */
+function ask(dataDir: string, question: Question): number {
+  const worker = workers.get(dataDir)
+  if (!worker) throw new Error(`no fake Nakama for ${dataDir} (a real Nakama cannot be inspected)`)
+  const shared = new SharedArrayBuffer(8)
+  const view = new Int32Array(shared)
+  worker.postMessage({ question, shared })
+  if (Atomics.wait(view, 0, 0, 10_000) === 'timed-out') throw new Error('the fake Nakama did not answer')
+  return view[1]!
 }
 
 /**
@@ -49,12 +78,8 @@ export function rememberFake(dataDir: string, fake: FakeNakama): void {
  * questions throw: a test that needs another one must say how Nakama answers it.
  */
 export function countInNakama(dataDir: string, sql: string, ...params: unknown[]): number {
-  const fake = fakes.get(dataDir)
-  if (!fake) throw new Error(`no fake Nakama for ${dataDir} (a real Nakama cannot be inspected)`)
   const query = sql.replace(/\s+/g, ' ').trim()
-  if (query === 'SELECT count(*) FROM accounts') return fake.state.users.size
-  if (query === "SELECT count(*) FROM buckets WHERE key = 'rename:' || ?") {
-    return fake.state.read('playfield_buckets', 'rename', String(params[0])) ? 1 : 0
-  }
+  if (query === 'SELECT count(*) FROM accounts') return ask(dataDir, { kind: 'accounts' })
+  if (query === "SELECT count(*) FROM buckets WHERE key = 'rename:' || ?") return ask(dataDir, { kind: 'rename-bucket', userId: String(params[0]) })
   throw new Error(`countInNakama: no Nakama equivalent for ${query}`)
 }

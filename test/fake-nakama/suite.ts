@@ -60,7 +60,8 @@ const NOT_ON_NAKAMA = new Set([
   'catalogue-check.test.js', 'catalogue-unit.test.js', 'config.test.js', 'http-core.test.js', 'http-core-process.test.js', // never reach the game backend
   'terminal-browser.test.js', // a browser on the terminal page; the gate itself is terminal-routes
   // These spawn `bin/platform users` with DATA_DIR only, so on Nakama the grant would go to an
-  // embedded database; adding `...testBackendEnv(dataDir)` to that environment makes them run here.
+  // embedded database. With `...testBackendEnv(dataDir)` added to that environment, terminal-routes
+  // passes on Nakama entirely and users-cli all but its case-insensitive grant (checked by hand);
   // nakama-platform.test.ts runs the sub-command against Nakama meanwhile.
   'users-cli.test.js', 'terminal-routes.test.js',
   'zz-adhoc-nginx.test.js',

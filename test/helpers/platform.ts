@@ -116,18 +116,14 @@ let lastBackendEnv: Record<string, string> = {}
 /**
  * Extra environment for the backend under test: {} for the embedded backend. TEST_BACKEND=nakama
  * points the platform at the Nakama named by NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY, or
- * else at a fake Nakama (test/fake-nakama) started in this process, one per DATA_DIR, so each
+ * else at a fake Nakama (test/fake-nakama) on a worker thread of this process, one per DATA_DIR, so each
  * DATA_DIR keeps its own accounts across restarts as the SQLite file does. Says which on stderr.
  */
 export async function testBackendFor(dataDir: string): Promise<Record<string, string>> {
   if (process.env.TEST_BACKEND !== 'nakama') return {}
   let env = nakamaByDataDir.get(dataDir)
   if (!env) {
-    env = import('../fake-nakama/env.js').then(async ({ testNakama, nakamaEnv, rememberFake }) => {
-      const nakama = await testNakama()
-      if (nakama.fake) rememberFake(dataDir, nakama.fake)
-      return nakamaEnv(nakama)
-    })
+    env = import('../fake-nakama/env.js').then(({ nakamaForDataDir }) => nakamaForDataDir(dataDir))
     nakamaByDataDir.set(dataDir, env)
   }
   const resolved = await env

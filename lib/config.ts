@@ -41,6 +41,11 @@ const LIST = variable(Type.String({ pattern: '^[^\\s]*$' }), 'a comma list witho
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
 const PROXIES = variable(Type.String({ pattern: '^[0-9A-Fa-f.:/,]*$' }), 'a comma list of IP addresses or CIDR ranges')
 
+/** The value as a problem line may show it: secrets and keys are never echoed into logs. */
+function shown(name: string, raw: string): string {
+  return /SECRET|KEY/.test(name) ? `(${raw.length} characters, not shown)` : JSON.stringify(raw.slice(0, 80))
+}
+
 /** Read `name` from `env`, check it, and return it or the fallback. */
 function read(env: Env, name: string, spec: Variable, fallback: string): string
 function read(env: Env, name: string, spec: Variable, fallback?: undefined): string | undefined
@@ -48,9 +53,7 @@ function read(env: Env, name: string, spec: Variable, fallback?: string): string
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const ok: boolean = spec.schema.Check(raw)
-  if (!ok) {
-    throw new ConfigError(`${name}: ${JSON.stringify(raw.slice(0, 80))} is invalid; expected ${spec.expected}`)
-  }
+  if (!ok) throw new ConfigError(`${name}: ${shown(name, raw)} is invalid; expected ${spec.expected}`)
   return raw
 }
 
@@ -60,7 +63,7 @@ function list(value: string): string[] {
 
 function port(env: Env, name: string, fallback: string): number {
   const value = Number(read(env, name, PORT, fallback))
-  if (value > 65535) throw new ConfigError(`${name}: ${value} is invalid; expected ${PORT.expected}`)
+  if (value > 65535) throw new ConfigError(`${name}: "${value}" is invalid; expected ${PORT.expected}`)
   return value
 }
 

@@ -1,0 +1,57 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
+import { ConfigError, loadPlatformConfig } from '../lib/config.js'
+import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
+
+/** Each bad variable and the exact line the platform prints (CONTRACT §1). */
+const BAD: [Record<string, string>, string][] = [
+  [{ PORT: 'abc' }, 'PORT: "abc" is invalid; expected an integer from 0 to 65535'],
+  [{ PORT: '99999' }, 'PORT: "99999" is invalid; expected an integer from 0 to 65535'],
+  [{ HOST: 'bad host' }, 'HOST: "bad host" is invalid; expected an IP address or host name'],
+  [{ GAME_BACKEND: 'mongo' }, 'GAME_BACKEND: "mongo" is invalid; expected "embedded" or "nakama"'],
+  [{ PLATFORM_ORIGINS: 'play.example.com' }, 'PLATFORM_ORIGINS: "play.example.com" is invalid; expected a comma list of origins like https://play.example.com'],
+  [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
+  [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters'],
+  [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
+  [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
+]
+
+t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
+  const config = loadPlatformConfig({})
+  t.match(config, {
+    host: '127.0.0.1',
+    port: 3000,
+    origins: ['http://127.0.0.1:3000', 'http://localhost:3000'],
+    dataDir: path.resolve('./data'),
+    manifestsDir: path.resolve('./manifests'),
+    screenshotsDir: path.resolve('./data/screenshots'),
+    gameBackend: 'embedded',
+    nakama: null,
+    sessionSecret: null,
+    devAccessUsers: [],
+    devAccessAll: false,
+  })
+  t.ok(Object.isFrozen(config))
+  t.equal(loadPlatformConfig({ DATA_DIR: '/srv/pf' }).screenshotsDir, '/srv/pf/screenshots', 'SCREENSHOTS_DIR follows DATA_DIR')
+})
+
+t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line', async (t) => {
+  for (const [env, line] of BAD) {
+    t.throws(() => loadPlatformConfig(env), new ConfigError(line), line)
+  }
+})
+
+t.test('a bad environment variable stops the platform: exit 2 and only its line on stderr', async (t) => {
+  for (const [env, line] of BAD.slice(0, 4)) {
+    const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)
+    t.equal(error.message, `process exited (2) before ready: config: ${line}\n`, line)
+  }
+  const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const env = { PATH: process.env.PATH, DATA_DIR: tempDir(), PORT: 'abc' }
+    execFile(path.join(ROOT, 'bin/platform'), ['check'], { env, cwd: ROOT }, (err, _stdout, stderr) =>
+      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stderr }),
+    )
+  })
+  t.strictSame(run, { code: 2, stderr: 'config: PORT: "abc" is invalid; expected an integer from 0 to 65535\n' }, 'check too')
+})

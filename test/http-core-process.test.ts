@@ -1,0 +1,50 @@
+import t from 'tap'
+import net from 'node:net'
+import { startPlatform } from './helpers/platform.js'
+import { rawRequest, waitForLog } from './helpers/raw-http.js'
+
+t.test('the real platform: X-Request-Id and one JSON access-log line on stdout per request', async (t) => {
+  const platform = await startPlatform()
+  t.teardown(() => platform.stop())
+  const res = await rawRequest(platform.url, 'GET', '/api/games?x=1')
+  const id = res.headers['x-request-id']
+  t.match(id, /^[0-9a-f-]{36}$/)
+  const from = platform.logs.length - 1
+  let line: Record<string, unknown> | undefined
+  for (let i = 0; i < 100 && !line; i++) {
+    line = platform.logs.find((e) => e.event === 'http.request' && e.id === id)
+    if (!line) await new Promise((r) => setTimeout(r, 20))
+  }
+  t.match(line, { time: /^\d{4}-\d\d-\d\dT/, event: 'http.request', id, method: 'GET', path: '/api/games', status: 200, ms: Number, ip: '127.0.0.1' })
+  t.ok(from >= 0)
+})
+
+/** Send a request's headers and the first half of its body; the rest when `finish` is called. */
+function slowRequest(port: number, body: string): { response: Promise<string>; finish: () => void } {
+  const socket = net.connect(port, '127.0.0.1')
+  const half = Math.floor(body.length / 2)
+  socket.write(
+    `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body.slice(0, half)}`,
+  )
+  let text = ''
+  socket.setEncoding('utf8').on('data', (d: string) => (text += d))
+  const response = new Promise<string>((resolve) => socket.on('close', () => resolve(text)))
+  return { response, finish: () => socket.write(body.slice(half)) }
+}
+
+t.test('SIGTERM with a slow request in flight: the request is finished, then the process exits 0', async (t) => {
+  const platform = await startPlatform()
+  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
+  await new Promise((r) => setTimeout(r, 300))
+  const mark = platform.logs.length
+  platform.child.kill('SIGTERM')
+  await waitForLog(platform.logs, 'platform.stopping', mark)
+  t.equal(platform.child.exitCode, null, 'still running while the request is in flight')
+  await t.rejects(rawRequest(platform.url, 'GET', '/api/games'), 'new connections are refused')
+  slow.finish()
+  const response = await slow.response
+  t.match(response, /^HTTP\/1\.1 401 /, 'the in-flight request got its answer')
+  t.match(response, /\r\n\r\n\{"error":"[^"]+","code":"INVALID_CREDENTIALS"\}$/)
+  const exit = await platform.exited
+  t.strictSame(exit, { code: 0, signal: null })
+})

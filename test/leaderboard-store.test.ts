@@ -193,3 +193,17 @@ t.test('launches are recorded', async (t) => {
   await store.recordLaunch({ sessionId: 's1', gameId: 'g', userId: 'u', time: NOW })
   t.same(db.prepare('SELECT * FROM launches').all(), [{ session_id: 's1', game_id: 'g', user_id: 'u', launched_at: NOW }])
 })
+
+t.test('a write the database refuses is rejected alone; the others of its batch commit and memory follows the database', async (t) => {
+  const { store, db } = await open()
+  await store.writeRecord(write('best-desc', 'boom', 1), NOW)
+  db.exec(`CREATE TRIGGER refuse BEFORE UPDATE ON leaderboard_records WHEN NEW.owner_id = 'boom' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+  const results = await Promise.allSettled([
+    store.writeRecord(write('best-desc', 'a', 10), NOW),
+    store.writeRecord(write('best-desc', 'boom', 50), NOW),
+    store.writeRecord(write('best-desc', 'b', 20), NOW),
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 10 }, NOW)
+  t.same(page.records.map((r) => [r.owner_id, r.score, r.rank]), [['b', 20, 1], ['a', 10, 2], ['boom', 1, 3]], 'the refused score is not served')
+})

@@ -16,7 +16,7 @@ export class GroupCommit {
   #pending: Pending[] = []
   constructor(
     readonly db: Database.Database,
-    /** Called when a batch fails, after its writes are rejected (memory must be reloaded). */
+    /** Called when a batch failed, after its writes were replayed one by one (memory must be reloaded). */
     readonly onFailure: () => void,
   ) {}
 
@@ -37,8 +37,17 @@ export class GroupCommit {
       this.db.transaction(() => {
         for (const write of batch) write.run()
       }).immediate()
-    } catch (err) {
-      for (const write of batch) write.reject(err)
+    } catch {
+      // One bad write must not sink the others: replay each in its own transaction, so only the
+      // writes that fail themselves are refused, then let the owner resync its memory.
+      for (const write of batch) {
+        try {
+          this.db.transaction(write.run).immediate()
+          write.resolve()
+        } catch (err) {
+          write.reject(err)
+        }
+      }
       this.onFailure()
       return
     }

@@ -56,15 +56,16 @@ export class TermClient {
       const frame = JSON.parse(data.toString()) as Frame
       this.frames.push(frame)
       if (frame.type === 'output') this.output += frame.data as string
-      this.#wake()
+      this.wake()
     })
     ws.on('close', (code, reason) => {
       this.closed = { code, reason: reason.toString() }
-      this.#wake()
+      this.wake()
     })
   }
 
-  #wake(): void {
+  /** Re-check every pending until() (for callers that consume frames themselves). */
+  wake(): void {
     for (const waiter of this.#waiters) waiter()
   }
 

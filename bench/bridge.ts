@@ -1,0 +1,228 @@
+/**
+ * npm run bench:bridge — the terminal bridge against its practical limit, node-pty read in-process,
+ * in alternating rounds of one run, medians reported (issue 5, Speed):
+ *   - output throughput of `head -c 200000000 /dev/urandom | base64` to a WebSocket client
+ *     (target >= 0.85 of in-process node-pty);
+ *   - keystroke echo round trip p50/p99 over 1,000 keystrokes under `stty raw -echo; exec cat`
+ *     (target p50 <= 2.0x in-process);
+ *   - Ctrl-C to the next prompt while the shell floods a client that reads 5 MB/s (<= 500 ms),
+ *     and the bridge's peak RSS meanwhile (<= 80 MiB);
+ *   - RSS per idle connection with a shell (<= 2 MiB);
+ *   - `seq 1 2000000; exit`: every byte delivered before `exit`, 10 runs of 10.
+ * Loopback figures swing from run to run; the ratios are what to read.
+ */
+import { readFileSync } from 'node:fs'
+import { spawn as ptySpawn } from 'node-pty'
+import { resolveShellAccount } from '../lib/bridge/account.js'
+import { loadBridgeConfig } from '../lib/config.js'
+import { connect, SHELL_USER, startBridge, type TermClient } from '../test/helpers/terminal.js'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const FLOOD_BYTES = Number(process.env.BENCH_FLOOD_BYTES ?? 200_000_000)
+const KEYSTROKES = 1000
+const READER_RATE = 5 * 1024 * 1024
+const IDLE_CONNECTIONS = 20
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
+const percentile = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
+const fmt = (n: number, digits = 2): string => n.toFixed(digits)
+const verdict = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
+
+function rssMiB(pid: number, field = 'VmRSS'): number {
+  return Number(new RegExp(`${field}:\\s+([0-9]+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+}
+
+const account = resolveShellAccount(loadBridgeConfig({ ...process.env, TERMINAL_USER: SHELL_USER }))
+const ptyOptions = { name: 'xterm-256color', cols: 80, rows: 24, cwd: account.home, env: { PATH: '/usr/bin:/bin', HOME: account.home, TERM: 'xterm-256color', LANG: 'C.UTF-8' }, ...(account.drop ? { uid: account.uid, gid: account.gid } : {}) }
+const bridge = await startBridge({ TERMINAL_MAX_CONN: String(IDLE_CONNECTIONS + 5) })
+process.once('exit', () => bridge.child.kill('SIGKILL'))
+const bridgePid = bridge.child.pid!
+
+async function shell(): Promise<TermClient> {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create', cols: 80, rows: 24 })
+  await c.frame('created')
+  await c.run('true')
+  return c
+}
+
+/** Characters a client counts without keeping them (a flood does not fit in a test string). */
+function countOutput(c: TermClient): { chars: number } {
+  const counter = { chars: 0 }
+  c.ws.removeAllListeners('message')
+  c.ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    if (frame.type === 'output') counter.chars += frame.data!.length
+    c.frames.push(frame)
+    c.wake()
+  })
+  return counter
+}
+
+// 1. Throughput.
+const flood = `head -c ${FLOOD_BYTES} /dev/urandom | base64`
+async function throughputBridge(): Promise<number> {
+  const c = await shell()
+  const counter = countOutput(c)
+  const at = c.frames.length
+  const started = process.hrtime.bigint()
+  c.send({ type: 'input', data: `${flood}; exit\r` })
+  await c.until(() => c.frames.slice(at).some((f) => f.type === 'exit'), 300_000, 'exit')
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  c.ws.close()
+  return counter.chars / seconds / 1e6
+}
+function throughputInProcess(): Promise<number> {
+  return new Promise((resolve) => {
+    let chars = 0
+    const started = process.hrtime.bigint()
+    const pty = ptySpawn('/bin/bash', ['-c', flood], ptyOptions)
+    pty.onData((d) => (chars += d.length))
+    pty.onExit(() => resolve(chars / (Number(process.hrtime.bigint() - started) / 1e9) / 1e6))
+  })
+}
+
+// 2. Echo round trip.
+async function echoBridge(n: number): Promise<number[]> {
+  const c = await shell()
+  c.send({ type: 'input', data: 'stty raw -echo; exec cat\r' })
+  await sleep(300)
+  const times: number[] = []
+  for (let i = 0; i < n; i++) {
+    const before = c.output.length
+    const started = process.hrtime.bigint()
+    c.send({ type: 'input', data: 'k' })
+    await c.until(() => c.output.length > before, 5_000, 'echo')
+    times.push(Number(process.hrtime.bigint() - started) / 1e6)
+  }
+  c.ws.close()
+  return times
+}
+async function echoInProcess(n: number): Promise<number[]> {
+  const pty = ptySpawn('/bin/bash', ['-c', 'stty raw -echo; exec cat'], ptyOptions)
+  let waiter: (() => void) | null = null
+  pty.onData(() => waiter?.())
+  await sleep(300)
+  const times: number[] = []
+  for (let i = 0; i < n; i++) {
+    const started = process.hrtime.bigint()
+    await new Promise<void>((resolve) => {
+      waiter = resolve
+      pty.write('k')
+    })
+    times.push(Number(process.hrtime.bigint() - started) / 1e6)
+  }
+  pty.kill('SIGKILL')
+  return times
+}
+
+// 3. Ctrl-C to prompt with a 5 MB/s reader that acks what it has read, as the page does.
+async function ctrlC(ack: boolean): Promise<{ ms: number; peak: number }> {
+  const c = await shell()
+  const counter = { chars: 0 }
+  const started = Date.now()
+  let waiting = false
+  c.ws.removeAllListeners('message')
+  c.ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    if (frame.type === 'output') {
+      counter.chars += frame.data!.length
+      c.output = (c.output + frame.data).slice(-4096)
+      if (ack) c.send({ type: 'ack', bytes: frame.data!.length })
+    }
+    c.frames.push(frame)
+    c.wake()
+    // Read no faster than READER_RATE: stop reading until the budget catches up.
+    const ahead = counter.chars / READER_RATE * 1000 - (Date.now() - started)
+    if (ahead > 0 && !waiting) {
+      waiting = true
+      c.ws.pause()
+      setTimeout(() => {
+        waiting = false
+        c.ws.resume()
+      }, ahead)
+    }
+  })
+  c.send({ type: 'input', data: "PS1='READY''> '; clear\r" })
+  await c.until(() => c.output.includes('READY> '), 10_000, 'prompt')
+  c.output = ''
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  let peak = 0
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(bridgePid))), 20)
+  await sleep(3_000)
+  const mark = Date.now()
+  c.send({ type: 'input', data: '\x03' })
+  c.output = ''
+  await c.until(() => c.output.includes('READY> '), 60_000, 'prompt after Ctrl-C')
+  const ms = Date.now() - mark
+  clearInterval(sampler)
+  c.ws.close()
+  await c.whenClosed()
+  return { ms, peak }
+}
+
+// 4. RSS per idle connection.
+async function idleRss(): Promise<number> {
+  await sleep(500)
+  const before = rssMiB(bridgePid)
+  const clients: TermClient[] = []
+  for (let i = 0; i < IDLE_CONNECTIONS; i++) clients.push(await shell())
+  await sleep(1_000)
+  const after = rssMiB(bridgePid)
+  for (const c of clients) c.ws.close()
+  return (after - before) / IDLE_CONNECTIONS
+}
+
+// 5. Tail delivery.
+async function tail(): Promise<boolean> {
+  const c = await shell()
+  let last = ''
+  let chars = 0
+  c.ws.removeAllListeners('message')
+  c.ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    if (frame.type === 'output') {
+      chars += frame.data!.length
+      last = (last + frame.data).slice(-64)
+    }
+    c.frames.push(frame)
+    c.wake()
+  })
+  c.send({ type: 'input', data: 'seq 1 2000000; exit\r' })
+  await c.until(() => c.frames.some((f) => f.type === 'exit'), 120_000, 'exit')
+  c.ws.close()
+  return /\r\n1999999\r\n2000000\r\n(logout\r\n)?$/.test(last) && chars > 16_888_896
+}
+
+const through: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
+const echo: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
+for (let round = 0; round < ROUNDS; round++) {
+  through.bridge.push(await throughputBridge())
+  through.local.push(await throughputInProcess())
+  echo.local.push(...(await echoInProcess(Math.ceil(KEYSTROKES / ROUNDS))))
+  echo.bridge.push(...(await echoBridge(Math.ceil(KEYSTROKES / ROUNDS))))
+}
+const ctrl = []
+for (let round = 0; round < ROUNDS; round++) ctrl.push(await ctrlC(true))
+const ctrlNoAck = await ctrlC(false)
+const perIdle = await idleRss()
+let delivered = 0
+for (let run = 0; run < 10; run++) if (await tail()) delivered++
+
+const tb = median(through.bridge)
+const tl = median(through.local)
+const ep50 = percentile(echo.bridge, 0.5)
+const el50 = percentile(echo.local, 0.5)
+const ctrlMs = median(ctrl.map((r) => r.ms))
+const peak = Math.max(...ctrl.map((r) => r.peak))
+console.log(`terminal bridge benchmark (${ROUNDS} rounds, medians; shell user ${account.username})`)
+console.log(`throughput   bridge ${fmt(tb, 1)} MB/s  in-process ${fmt(tl, 1)} MB/s  ratio ${fmt(tb / tl)}  (target >= 0.85)  ${verdict(tb / tl >= 0.85)}`)
+console.log(`echo         bridge p50 ${fmt(ep50, 3)} ms p99 ${fmt(percentile(echo.bridge, 0.99), 3)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${fmt(percentile(echo.local, 0.99), 3)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
+console.log(`ctrl-c       to prompt with a 5 MB/s acking reader ${ctrlMs} ms [${ctrl.map((r) => r.ms).join(', ')}]  (target <= 500)  ${verdict(ctrlMs <= 500)}`)
+console.log(`             same reader without acks ${ctrlNoAck.ms} ms (kernel socket buffers drain at 5 MB/s)`)
+console.log(`peak RSS     during the flood ${fmt(peak, 1)} MiB (VmHWM ${fmt(rssMiB(bridgePid, 'VmHWM'), 1)} MiB; without acks ${fmt(ctrlNoAck.peak, 1)} MiB)  (target <= 80)  ${verdict(peak <= 80)}`)
+console.log(`idle         ${fmt(perIdle)} MiB RSS per idle connection with a shell (${IDLE_CONNECTIONS} connections)  (target <= 2)  ${verdict(perIdle <= 2)}`)
+console.log(`tail         seq 1 2000000; exit delivered whole in ${delivered} of 10 runs  (target 10)  ${verdict(delivered === 10)}`)
+await bridge.stop()
+process.exit(0)

@@ -153,6 +153,8 @@ t.test('the platform runs as its unit starts it, reloads on ExecReload and stops
     sleep(timeSpanMs(serviceValue(platformUnit, 'TimeoutStopSec')!)).then(() => 'timeout'),
   ])
   t.same(stopped, { code: 0, signal: null }, 'exits 0 on SIGTERM before systemd would SIGKILL')
+  t.same(platform.logs.filter((l) => 'raw' in l), [], 'every stdout line is a JSON object for the journal')
+  t.equal(platform.stderr(), '', 'nothing on stderr')
 })
 
 t.test('ExecStartPre of the terminal unit refuses to start without the shared ticket secret', async (t) => {
@@ -204,4 +206,6 @@ t.test('the bridge runs as its unit starts it: shells run as the shell account, 
   t.same((await term.whenClosed()).code, 1001, 'clients are told the bridge is going away')
   t.same(await stopped, { code: 0, signal: null }, 'exits 0 before systemd would SIGKILL the rest')
   t.throws(() => process.kill(created.pid as number, 0), { code: 'ESRCH' }, 'the shell is gone')
+  t.same(bridge.logs.filter((l) => 'raw' in l), [], 'every stdout line is a JSON object for the journal')
+  t.match(bridge.logs.find((l) => l.event === 'terminal.session'), { user: 'dev', pid: created.pid })
 })

@@ -8,8 +8,8 @@ const children = new Map<string, ChildProcess>()
 let stopping = false
 let status = 0
 
-function run(name: string, script: string): void {
-  const child = spawn(process.execPath, [path.join(here, script)], { stdio: 'inherit', env: process.env })
+function run(name: string, script: string, flags: string[] = []): void {
+  const child = spawn(process.execPath, [...flags, path.join(here, script)], { stdio: 'inherit', env: process.env })
   children.set(name, child)
   child.once('exit', (code, signal) => {
     children.delete(name)
@@ -29,6 +29,7 @@ function stop(): void {
 }
 
 run('platform', 'platform.js')
-run('terminal-bridge', 'terminal-bridge.js')
+// The same V8 flag as bin/terminal-bridge (a small young generation bounds memory under a flood).
+run('terminal-bridge', 'terminal-bridge.js', ['--max-semi-space-size=2'])
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

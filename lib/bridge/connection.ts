@@ -10,6 +10,8 @@ const LOW_WATER = 256 * 1024
 /** An acking client may have this many output characters in flight unrendered (CONTRACT §6). */
 const ACK_WINDOW = 1024 * 1024
 const ACK_LOW = 512 * 1024
+/** Stop reading the client while this much input waits for a shell that does not read. */
+const INPUT_HIGH = 1024 * 1024
 
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
@@ -48,7 +50,11 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
           send({ type: 'output', data })
           updateFlow()
         },
+        inputDrained() {
+          ws.resume()
+        },
         exit(code, signal) {
+          ws.resume()
           if (terminal === spawned) terminal = null
           send({ type: 'exit', code, signal })
         },
@@ -73,7 +79,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
     if (!terminal) return send({ type: 'error', message: `no terminal: send create before ${frame.type}` })
     if (frame.type === 'input') {
       bytesIn += Buffer.byteLength(frame.data)
-      terminal.write(frame.data)
+      if (terminal.write(frame.data) > INPUT_HIGH) ws.pause()
     } else if (frame.type === 'resize') {
       terminal.resize(frame.cols, frame.rows)
     } else {

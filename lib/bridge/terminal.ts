@@ -4,12 +4,15 @@ import { spawn, type IPty } from 'node-pty'
 import type { ShellAccount } from './account.js'
 import { shellCommand } from './account.js'
 import { OutputBatcher } from './output.js'
+import { PtyWriter } from './pty-writer.js'
 import { endSession, KILL_GRACE_MS } from './session-kill.js'
 
 /** What a terminal reports: coalesced output, then, after the last byte of it, the exit. */
 export interface TerminalEvents {
   output(data: string): void
   exit(code: number, signal: number | null): void
+  /** Keystrokes that had to wait for the shell have all been written. */
+  inputDrained?(): void
 }
 
 /** PATH of the clean environment; the login shell's profile may extend it. */
@@ -38,6 +41,7 @@ export class Terminal {
   readonly #fd: number
   readonly #realDestroy: (error?: Error) => ReadStream
   readonly #batcher: OutputBatcher
+  readonly #writer: PtyWriter
   readonly #events: TerminalEvents
   #drained = false
   #disposed = false
@@ -57,6 +61,7 @@ export class Terminal {
     const internals = this.#pty as unknown as PtyInternals
     this.#socket = internals._socket
     this.#fd = internals._fd
+    this.#writer = new PtyWriter(this.#fd, () => events.inputDrained?.())
     this.#realDestroy = this.#socket.destroy.bind(this.#socket)
     this.#socket.destroy = (error?: Error) => this.#socketOnDestroy(error)
     this.#socket.prependListener('end', () => this.#drain())
@@ -65,9 +70,11 @@ export class Terminal {
     this.#pty.onExit(({ exitCode, signal }) => this.#ptyOnExit(exitCode, signal))
   }
 
-  /** Write keystrokes. */
-  write(data: string): void {
-    if (!this.#exited) this.#pty.write(data)
+  /** Write keystrokes; answers the bytes still waiting for the shell to read. */
+  write(data: string): number {
+    if (this.#exited || this.#disposed) return 0
+    this.#writer.write(data)
+    return this.#writer.pending
   }
 
   /** Resize the PTY (the shell gets SIGWINCH). */
@@ -99,6 +106,7 @@ export class Terminal {
   dispose(): Promise<void> {
     if (!this.#disposed) {
       this.#disposed = true
+      this.#writer.dispose()
       if (this.#straggler) clearInterval(this.#straggler)
       this.#pty.pause()
       this.#realDestroy()
@@ -146,6 +154,7 @@ export class Terminal {
 
   #ptyOnExit(exitCode: number, signal: number | undefined): void {
     this.#exited = true
+    this.#writer.dispose()
     if (this.#straggler) clearInterval(this.#straggler)
     // Jobs that detached from the terminal (nohup with redirections) still belong to the session.
     void this.end()

@@ -24,7 +24,8 @@ export function startBridge(env: Record<string, string | undefined> = {}): Promi
   return startPlatform({
     script: BRIDGE_JS,
     readyEvent: 'bridge.listening',
-    env: { TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, ...env },
+    // NODE_OPTIONS: the V8 flag bin/terminal-bridge runs the bridge with.
+    env: { NODE_OPTIONS: '--max-semi-space-size=2', TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, ...env },
   })
 }
 

@@ -96,21 +96,23 @@ t.test('leaderboards: created at start, written on one instance, read on the oth
   const first = await register(a, name('s1'))
   const second = await register(b, name('s2'))
   const submit = (c: Client, score: number) => c.post('/api/leaderboards/submit', { leaderboardId: board, score, metadata: { lap: 1 } })
-  const res = await submit(first.client, 9_000_000)
+  // Scores above every earlier run's, so ranks 1 and 2 hold on a reused real Nakama too.
+  const top = Date.now() * 2
+  const res = await submit(first.client, top)
   t.equal(res.status, 200)
-  t.same(await res.json(), { success: true, record: { leaderboard_id: board, owner_id: first.id, username: name('s1'), score: 9_000_000, subscore: 0, rank: 1 } })
-  await submit(second.client, 8_999_999)
+  t.same(await res.json(), { success: true, record: { leaderboard_id: board, owner_id: first.id, username: name('s1'), score: top, subscore: 0, rank: 1 } })
+  await submit(second.client, top - 1)
   const anon = await json(await new Client(b.url).get(`/api/leaderboards/${board}?limit=2`))
   t.same(anon.records.slice(0, 2), [
-    { owner_id: first.id, username: name('s1'), score: 9_000_000, subscore: 0, rank: 1 },
-    { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 },
+    { owner_id: first.id, username: name('s1'), score: top, subscore: 0, rank: 1 },
+    { owner_id: second.id, username: name('s2'), score: top - 1, subscore: 0, rank: 2 },
   ])
   t.equal(anon.ownRecord, null)
   const own = await json(await on(a, second.client).get(`/api/leaderboards/${board}?limit=1`))
-  t.same(own.ownRecord, { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 })
+  t.same(own.ownRecord, { owner_id: second.id, username: name('s2'), score: top - 1, subscore: 0, rank: 2 })
   t.type(own.nextCursor, 'string')
   const page2 = await json(await new Client(a.url).get(`/api/leaderboards/${board}?limit=1&cursor=${encodeURIComponent(own.nextCursor)}`))
-  t.same(page2.records[0], { owner_id: second.id, username: name('s2'), score: 8_999_999, subscore: 0, rank: 2 })
+  t.same(page2.records[0], { owner_id: second.id, username: name('s2'), score: top - 1, subscore: 0, rank: 2 })
 })
 
 t.test('bad submissions change nothing in Nakama; launches are recorded there', onFake, async (t) => {

@@ -82,17 +82,28 @@ async function stop(child: ChildProcess): Promise<void> {
 interface Sample {
   rps: number
   p99ms: number
+  /** Server CPU (user + system) per answered request, in microseconds: steadier than req/s on a busy machine. */
+  cpuUs: number
+}
+
+/** CPU time a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
 /** One wrk load; parses Requests/sec and the 99% latency of --latency. */
-async function wrk(url: string, gzip: boolean): Promise<Sample> {
+async function wrk(url: string, gzip: boolean, pid: number): Promise<Sample> {
+  const cpuBefore = cpuMs(pid)
   const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(gzip ? ['-H', 'Accept-Encoding: gzip'] : []), url]
   const { stdout } = await run('wrk', args)
+  const cpu = cpuMs(pid) - cpuBefore
+  const requests = Number(/(\d+) requests in/.exec(stdout)?.[1])
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1])
   const [, value, unit] = /99%\s+([\d.]+)(us|ms|s)/.exec(stdout) ?? []
   const p99ms = Number(value) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1)
   if (!(rps > 0) || /Non-2xx|Socket errors/.test(stdout)) throw new Error(`wrk output not understood:\n${stdout}`)
-  return { rps, p99ms }
+  return { rps, p99ms, cpuUs: (cpu * 1000) / requests }
 }
 
 const median = (xs: number[]): number => {
@@ -135,22 +146,23 @@ async function main(): Promise<void> {
       // Alternate which server goes first, so neither always gets the warmer machine.
       const order = round % 2 === 0 ? ['ours', 'limit'] : ['limit', 'ours']
       for (const who of order) {
-        const sample = await wrk(who === 'ours' ? ours.url : limitUrl, encoding === 'gzip')
+        const sample = await wrk(who === 'ours' ? ours.url : limitUrl, encoding === 'gzip', who === 'ours' ? ours.child.pid! : limit.pid!)
         ;(samples[`${who} ${encoding}`] ??= []).push(sample)
-        console.log(`  round ${round + 1} ${who.padEnd(5)} ${encoding.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p99 ${sample.p99ms.toFixed(2)} ms`)
+        console.log(`  round ${round + 1} ${who.padEnd(5)} ${encoding.padEnd(8)} ${sample.rps.toFixed(0).padStart(7)} req/s  p99 ${sample.p99ms.toFixed(2)} ms  cpu ${sample.cpuUs.toFixed(1)} us/req`)
       }
     }
   }
   await stop(ours.child)
   await stop(limit)
 
-  console.log('\nmedians            req/s     p99 ms   ratio ours/limit (target >= 0.90)')
+  console.log('\nmedians            req/s     p99 ms   cpu us/req   req/s ratio ours/limit (target >= 0.90)   cpu ratio limit/ours')
   for (const encoding of ['identity', 'gzip']) {
     const o = samples[`ours ${encoding}`]!
     const l = samples[`limit ${encoding}`]!
     const [orps, lrps] = [median(o.map((s) => s.rps)), median(l.map((s) => s.rps))]
-    console.log(`  ours  ${encoding.padEnd(8)} ${orps.toFixed(0).padStart(7)}   ${median(o.map((s) => s.p99ms)).toFixed(2).padStart(6)}`)
-    console.log(`  limit ${encoding.padEnd(8)} ${lrps.toFixed(0).padStart(7)}   ${median(l.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${(orps / lrps).toFixed(3)}`)
+    const [ocpu, lcpu] = [median(o.map((s) => s.cpuUs)), median(l.map((s) => s.cpuUs))]
+    console.log(`  ours  ${encoding.padEnd(8)} ${orps.toFixed(0).padStart(7)}   ${median(o.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${ocpu.toFixed(1).padStart(8)}`)
+    console.log(`  limit ${encoding.padEnd(8)} ${lrps.toFixed(0).padStart(7)}   ${median(l.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${lcpu.toFixed(1).padStart(8)}   ${(orps / lrps).toFixed(3).padStart(8)}   ${(lcpu / ocpu).toFixed(3).padStart(28)}`)
   }
 
   const dir = generateManifests()

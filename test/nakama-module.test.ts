@@ -178,8 +178,9 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
 
   const users = await Promise.all(['u1', 'u2', 'u3'].map((n) => authCustom(fake, `custom-${n}-000`, n)))
   const [a, b, c] = users as [typeof users[0], typeof users[0], typeof users[0]]
+  const operators: Record<string, string> = { hi: 'best', lap: 'best', wins: 'incr', nope: 'best' }
   const write = (owner: typeof a, leaderboardId: string, score: number, subscore = 0, metadata?: string) =>
-    rpc(fake, 'playfield_write_record', { leaderboardId, ownerId: owner.uid, username: `name-${owner.uid.slice(0, 4)}`, score, subscore, metadata })
+    rpc(fake, 'playfield_write_record', { leaderboardId, ownerId: owner.uid, username: `name-${owner.uid.slice(0, 4)}`, score, subscore, metadata, operator: operators[leaderboardId] })
   t.same(await write(a, 'hi', 100, 5, '{"lvl":1}'), { record: { leaderboard_id: 'hi', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 100, subscore: 5, rank: 1 } })
   t.same((await write(a, 'hi', 90, 9)).record.score, 100, 'best keeps the better score')
   t.same((await write(a, 'hi', 90, 9)).record.subscore, 9, '... and independently the better subscore')
@@ -207,6 +208,16 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
   t.same((await write(a, 'wins', Number.MAX_SAFE_INTEGER - 5, 0)).record.score, Number.MAX_SAFE_INTEGER, 'up to 2^53-1 is exact')
   await write(a, 'lap', 70)
   t.same((await write(a, 'lap', 65)).record.score, 65, 'best on an ascending board keeps the lower score')
+
+  // Runtimes that leave the rank out of the written record (and wrap the username): read from the rank cache.
+  const recordWrite = fake.runtime.nk.leaderboardRecordWrite
+  fake.runtime.nk.leaderboardRecordWrite = (...args: Parameters<typeof recordWrite>) => {
+    const { rank, username, ...rest } = recordWrite(...args)
+    void rank
+    return { ...rest, username: { value: username } } as unknown as ReturnType<typeof recordWrite>
+  }
+  t.same(await write(b, 'hi', 150), { record: { leaderboard_id: 'hi', owner_id: b.uid, username: `name-${b.uid.slice(0, 4)}`, score: 150, subscore: 9, rank: 2 } })
+  fake.runtime.nk.leaderboardRecordWrite = recordWrite
 
   // A client cannot bypass the platform on an authoritative board (nakama-api.md §1.6).
   const res = await fetch(`${fake.url}/v2/leaderboard/hi`, { method: 'POST', headers: { authorization: `Bearer ${a.token}` }, body: JSON.stringify({ score: '999' }) })

@@ -66,11 +66,18 @@ function isVersionConflict(e) {
   return /version check failed|rejected/i.test(errorText(e));
 }
 
-function toRecord(r) {
+// Some Nakama versions hand the username over as a protobuf wrapper ({value}) or null.
+function usernameOf(r, fallback) {
+  if (typeof r.username === 'string') return r.username;
+  if (r.username && typeof r.username.value === 'string') return r.username.value;
+  return fallback || '';
+}
+
+function toRecord(r, fallbackName) {
   return {
     leaderboard_id: r.leaderboardId,
     owner_id: r.ownerId,
-    username: r.username || '',
+    username: usernameOf(r, fallbackName),
     score: Number(r.score || 0),
     subscore: Number(r.subscore || 0),
     rank: Number(r.rank || 0)
@@ -148,7 +155,8 @@ function rpcSyncLeaderboards(ctx, logger, nk, payload) {
   var boards = parsePayload(payload).boards || [];
   var existing = {};
   var ids = boards.map(function (b) { return b.id; });
-  var found = ids.length ? nk.leaderboardsGetId(ids) : [];
+  // Older runtimes have no leaderboardsGetId: creation is idempotent, so create them all then.
+  var found = ids.length && typeof nk.leaderboardsGetId === 'function' ? nk.leaderboardsGetId(ids) : [];
   for (var i = 0; i < found.length; i++) existing[found[i].id] = found[i];
   var created = [];
   var differing = [];
@@ -188,17 +196,22 @@ function sameBoard(old, b) {
 function rpcWriteRecord(ctx, logger, nk, payload) {
   var p = parsePayload(payload);
   var metadata = p.metadata === undefined || p.metadata === null ? undefined : JSON.parse(p.metadata);
-  var boards = nk.leaderboardsGetId([p.leaderboardId]);
-  if (!boards || !boards.length) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
-  if (operatorOf(boards[0]) === 'incr' && wouldOverflow(nk, p)) return JSON.stringify({ error: 'SCORE_OVERFLOW' });
   var record;
   try {
+    // The platform passes the board's operator (from its catalogue) for the overflow check.
+    if (p.operator === 'incr' && wouldOverflow(nk, p)) return JSON.stringify({ error: 'SCORE_OVERFLOW' });
     record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, p.username, p.score, p.subscore || 0, metadata);
   } catch (e) {
     if (/not found/i.test(errorText(e))) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
     throw e;
   }
-  return JSON.stringify({ record: toRecord(record) });
+  var out = toRecord(record, p.username);
+  // Some runtime versions leave the rank out of the written record: read it from the rank cache.
+  if (!out.rank) {
+    var own = nk.leaderboardRecordsList(p.leaderboardId, [p.ownerId], 1, '', 0).ownerRecords || [];
+    if (own.length) out.rank = Number(own[0].rank || 0);
+  }
+  return JSON.stringify({ record: out });
 }
 
 // JS numbers are exact to 2^53-1 (CONTRACT §3's bound); an increment past it would be stored rounded.
@@ -268,6 +281,8 @@ function rpcTakeBucket(ctx, logger, nk, payload) {
 }
 
 // Grant or revoke a role on the account with exactly this username (Nakama names are case-exact).
+// The user's roles object and the system-owned index of privileged users are written in one
+// storage transaction with version checks, so concurrent grants cannot lose each other.
 function rpcSetRole(ctx, logger, nk, payload) {
   var p = parsePayload(payload);
   var users = nk.usersGetUsername([p.username]);
@@ -275,12 +290,17 @@ function rpcSetRole(ctx, logger, nk, payload) {
   var id = users[0].userId || users[0].id;
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     var object = readObject(nk, ROLES, 'roles', id);
+    var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
     var roles = (object && object.value.roles ? object.value.roles : []).filter(function (r) { return r !== p.role; });
     if (p.grant) roles.push(p.role);
     roles.sort();
+    var ids = (index && index.value.userIds ? index.value.userIds : []).filter(function (u) { return u !== id; });
+    if (roles.length) ids.push(id);
     try {
-      if (roles.length) writeObject(nk, ROLES, 'roles', id, { roles: roles }, object);
-      else if (object) nk.storageDelete([{ collection: ROLES, key: 'roles', userId: id, version: object.version }]);
+      nk.storageWrite([
+        { collection: ROLES, key: 'roles', userId: id, value: { roles: roles }, version: object ? object.version : '*', permissionRead: 0, permissionWrite: 0 },
+        { collection: ROLES, key: 'index', userId: SYSTEM_USER, value: { userIds: ids }, version: index ? index.version : '*', permissionRead: 0, permissionWrite: 0 }
+      ]);
       return JSON.stringify({ account: { id: id, username: users[0].username, roles: roles } });
     } catch (e) {
       if (!isVersionConflict(e)) throw e;
@@ -290,25 +310,16 @@ function rpcSetRole(ctx, logger, nk, payload) {
 }
 
 function rpcListPrivileged(ctx, logger, nk, payload) {
-  var ids = [];
+  var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
+  var ids = index && index.value.userIds ? index.value.userIds : [];
+  if (!ids.length) return JSON.stringify({ accounts: [] });
   var rolesById = {};
-  var cursor = '';
-  do {
-    var page = nk.storageList(null, ROLES, 100, cursor);
-    var objects = page && page.objects ? page.objects : (page || []);
-    for (var i = 0; i < objects.length; i++) {
-      if (objects[i].value && objects[i].value.roles && objects[i].value.roles.length) {
-        ids.push(objects[i].userId);
-        rolesById[objects[i].userId] = objects[i].value.roles;
-      }
-    }
-    cursor = page && page.cursor ? page.cursor : '';
-  } while (cursor);
-  var users = ids.length ? nk.usersGetId(ids) : [];
-  var accounts = users.map(function (u) {
+  var objects = nk.storageRead(ids.map(function (id) { return { collection: ROLES, key: 'roles', userId: id }; }));
+  for (var i = 0; i < objects.length; i++) rolesById[objects[i].userId] = objects[i].value.roles || [];
+  var accounts = nk.usersGetId(ids).map(function (u) {
     var id = u.userId || u.id;
-    return { id: id, username: u.username, roles: rolesById[id] };
-  });
+    return { id: id, username: u.username, roles: rolesById[id] || [] };
+  }).filter(function (a) { return a.roles.length > 0; });
   accounts.sort(function (a, b) { return a.username < b.username ? -1 : a.username > b.username ? 1 : 0; });
   return JSON.stringify({ accounts: accounts });
 }

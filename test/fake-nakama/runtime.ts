@@ -163,15 +163,6 @@ function createNk(state: FakeState) {
     storageDelete(deletes: Array<{ collection: string; key: string; userId?: string; version?: string }>) {
       state.remove(deletes.map((d) => ({ ...d, userId: d.userId ?? '00000000-0000-0000-0000-000000000000' })))
     },
-    storageList(userId: string | null | undefined, collection: string, limit = 100, cursor = '') {
-      const all = [...state.storage.values()]
-        .filter((o) => o.collection === collection && (!userId || o.userId === userId))
-        .sort((a, b) => (a.userId + a.key < b.userId + b.key ? -1 : 1))
-      const start = cursor ? Number(Buffer.from(cursor, 'base64url').toString()) : 0
-      const page = all.slice(start, start + limit)
-      const next = start + limit < all.length ? Buffer.from(String(start + limit)).toString('base64url') : ''
-      return { objects: page.map(jsObject), cursor: next }
-    },
     usersGetId(ids: string[]) {
       return ids.flatMap((id) => {
         uuid(id, 'user id')

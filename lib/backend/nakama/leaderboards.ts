@@ -16,6 +16,8 @@ function notFound(id: string): HttpError {
  */
 export class NakamaLeaderboards {
   #retry: NodeJS.Timeout | undefined
+  /** Each board's operator as last synced: the module refuses increments past 2^53-1 with it. */
+  #operators = new Map<string, LeaderboardConfig['operator']>()
   constructor(readonly client: NakamaClient) {}
 
   /**
@@ -25,6 +27,7 @@ export class NakamaLeaderboards {
    */
   async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
     clearTimeout(this.#retry)
+    this.#operators = new Map(boards.map((b) => [b.id, b.operator]))
     const payload = boards.map((b) => ({ id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative }))
     try {
       const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
@@ -38,7 +41,8 @@ export class NakamaLeaderboards {
 
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
-    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string }>('playfield_write_record', write)
+    const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
+    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string }>('playfield_write_record', payload)
     if (out.error === 'SCORE_OVERFLOW') {
       const message = 'the stored score would pass 2^53-1'
       throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])

@@ -12,6 +12,7 @@
  * Loopback figures swing from run to run; the ratios are what to read.
  */
 import { readFileSync } from 'node:fs'
+import os from 'node:os'
 import { spawn as ptySpawn } from 'node-pty'
 import { resolveShellAccount } from '../lib/bridge/account.js'
 import { loadBridgeConfig } from '../lib/config.js'
@@ -28,6 +29,12 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 const percentile = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
 const fmt = (n: number, digits = 2): string => n.toFixed(digits)
 const verdict = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
+
+/** CPU milliseconds (user + system) a process has used. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
 
 function rssMiB(pid: number, field = 'VmRSS'): number {
   return Number(new RegExp(`${field}:\\s+([0-9]+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
@@ -62,24 +69,33 @@ function countOutput(c: TermClient): { chars: number } {
 
 // 1. Throughput.
 const flood = `head -c ${FLOOD_BYTES} /dev/urandom | base64`
+/** CPU ms per MB of output, bridge process and in-process reader: a figure the machine's load moves less. */
+const cpuPerMB: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
 async function throughputBridge(): Promise<number> {
   const c = await shell()
   const counter = countOutput(c)
   const at = c.frames.length
+  const cpuBefore = cpuMs(bridgePid)
   const started = process.hrtime.bigint()
   c.send({ type: 'input', data: `${flood}; exit\r` })
   await c.until(() => c.frames.slice(at).some((f) => f.type === 'exit'), 300_000, 'exit')
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  cpuPerMB.bridge.push((cpuMs(bridgePid) - cpuBefore) / (counter.chars / 1e6))
   c.ws.close()
   return counter.chars / seconds / 1e6
 }
 function throughputInProcess(): Promise<number> {
   return new Promise((resolve) => {
     let chars = 0
+    const cpuBefore = process.cpuUsage()
     const started = process.hrtime.bigint()
     const pty = ptySpawn('/bin/bash', ['-c', flood], ptyOptions)
     pty.onData((d) => (chars += d.length))
-    pty.onExit(() => resolve(chars / (Number(process.hrtime.bigint() - started) / 1e9) / 1e6))
+    pty.onExit(() => {
+      const used = process.cpuUsage(cpuBefore)
+      cpuPerMB.local.push((used.user + used.system) / 1000 / (chars / 1e6))
+      resolve(chars / (Number(process.hrtime.bigint() - started) / 1e9) / 1e6)
+    })
   })
 }
 
@@ -218,6 +234,7 @@ const ctrlMs = median(ctrl.map((r) => r.ms))
 const peak = Math.max(...ctrl.map((r) => r.peak))
 console.log(`terminal bridge benchmark (${ROUNDS} rounds, medians; shell user ${account.username})`)
 console.log(`throughput   bridge ${fmt(tb, 1)} MB/s  in-process ${fmt(tl, 1)} MB/s  ratio ${fmt(tb / tl)}  (target >= 0.85)  ${verdict(tb / tl >= 0.85)}`)
+console.log(`             CPU per MB: bridge process ${fmt(median(cpuPerMB.bridge))} ms, in-process reader ${fmt(median(cpuPerMB.local))} ms (load ${os.loadavg().map((l) => fmt(l, 1)).join(' ')})`)
 console.log(`echo         bridge p50 ${fmt(ep50, 3)} ms p99 ${fmt(percentile(echo.bridge, 0.99), 3)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${fmt(percentile(echo.local, 0.99), 3)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
 console.log(`ctrl-c       to prompt with a 5 MB/s acking reader ${ctrlMs} ms [${ctrl.map((r) => r.ms).join(', ')}]  (target <= 500)  ${verdict(ctrlMs <= 500)}`)
 console.log(`             same reader without acks ${ctrlNoAck.ms} ms (kernel socket buffers drain at 5 MB/s)`)

@@ -111,7 +111,9 @@ export function unitLaunch(unit: Unit, account: string, moved: Record<string, st
   const drop = [...(asAccount ? asUser : []), ...(root ? ['--bounding-set=-all', '--inh-caps=-all'] : [])]
   const env = Object.fromEntries(Object.entries(unitEnvironment(unit)).map(([k, v]) => [k, move(v)]))
   return {
-    command: ['/bin/sh', '-c', `umask ${serviceValue(unit, 'UMask')} && exec "$@"`, 'sh', 'setpriv', '--no-new-privs', ...drop, '--', execStart],
+    // NODE_OPTIONS goes: tap adds its process-info hooks to every child, and they would write
+    // into the checkout's .tap/ as the unit's account; the unit's environment has no such thing.
+    command: ['/bin/sh', '-c', `umask ${serviceValue(unit, 'UMask')} && unset NODE_OPTIONS && exec "$@"`, 'sh', 'setpriv', '--no-new-privs', ...drop, '--', execStart],
     cwd: move(serviceValue(unit, 'WorkingDirectory')!),
     env,
     asAccount,

@@ -49,10 +49,13 @@ export const SubmitBody = Compile(
 /** The path id of `GET /api/leaderboards/{id}`, held to the same rule as `leaderboardId`. */
 export const LeaderboardIdParam = Compile(LeaderboardId)
 
-/** The query of `GET /api/leaderboards/{id}`: limit 1-100 and an opaque base64url cursor. */
+/**
+ * The query of `GET /api/leaderboards/{id}`: limit 1-100 and an opaque base64url cursor (padding
+ * allowed: Nakama's cursors are URL-safe base64 with it); the backend checks what it encodes.
+ */
 export const LeaderboardQuery = Compile(
   Type.Object({
     limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, pattern: '^[A-Za-z0-9_-]+$' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$' })),
   }),
 )

@@ -44,9 +44,9 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
     if (terminal) return send({ type: 'error', message: 'a terminal is already running on this connection' })
     try {
       const spawned: Terminal = registry.spawn(cols, rows, {
-        output(data) {
+        output(data, bytes) {
           sentChars += data.length
-          bytesOut += Buffer.byteLength(data)
+          bytesOut += bytes
           send({ type: 'output', data })
           updateFlow()
         },

@@ -11,17 +11,20 @@ export const MAX_FRAME_CHARS = 64 * 1024
  */
 export class OutputBatcher {
   readonly #decoder = new StringDecoder('utf8')
-  readonly #send: (data: string) => void
+  readonly #send: (data: string, bytes: number) => void
   #pending: string[] = []
   #size = 0
+  #bytes = 0
   #scheduled: NodeJS.Immediate | null = null
 
-  constructor(send: (data: string) => void) {
+  /** `send` gets each frame's text and how many PTY bytes it carries (for the session log). */
+  constructor(send: (data: string, bytes: number) => void) {
     this.#send = send
   }
 
   /** Take one read from the PTY. */
   push(chunk: Buffer): void {
+    this.#bytes += chunk.length
     this.#add(this.#decoder.write(chunk))
     if (this.#size >= MAX_FRAME_CHARS) this.flush()
     else if (this.#size > 0 && this.#scheduled === null) this.#scheduled = setImmediate(() => this.flush())
@@ -33,14 +36,17 @@ export class OutputBatcher {
     this.#scheduled = null
     if (this.#size === 0) return
     const data = this.#pending.join('')
+    let bytes = this.#bytes
     this.#pending = []
     this.#size = 0
+    this.#bytes = 0
     let at = 0
     while (at < data.length) {
       let end = Math.min(at + MAX_FRAME_CHARS, data.length)
       // Keep a surrogate pair in one frame.
       if (end < data.length && /[\uD800-\uDBFF]/.test(data[end - 1]!)) end--
-      this.#send(data.slice(at, end))
+      this.#send(data.slice(at, end), bytes)
+      bytes = 0
       at = end
     }
   }

@@ -9,7 +9,8 @@ import { endSession, KILL_GRACE_MS } from './session-kill.js'
 
 /** What a terminal reports: coalesced output, then, after the last byte of it, the exit. */
 export interface TerminalEvents {
-  output(data: string): void
+  /** A frame's text, and the PTY bytes it carries. */
+  output(data: string, bytes: number): void
   exit(code: number, signal: number | null): void
   /** Keystrokes that had to wait for the shell have all been written. */
   inputDrained?(): void
@@ -53,7 +54,7 @@ export class Terminal {
   constructor(account: ShellAccount, shell: string, cols: number, rows: number, events: TerminalEvents) {
     const { file, args } = shellCommand(account, shell)
     this.#events = events
-    this.#batcher = new OutputBatcher((data) => this.#disposed || events.output(data))
+    this.#batcher = new OutputBatcher((data, bytes) => this.#disposed || events.output(data, bytes))
     // The clean environment of CONTRACT §6; nothing of the bridge's own reaches the shell.
     const env = { HOME: account.home, USER: account.username, LOGNAME: account.username, SHELL: shell, PATH: SHELL_PATH, TERM: 'xterm-256color', LANG: 'C.UTF-8' }
     this.#pty = spawn(file, args, { name: 'xterm-256color', cols, rows, cwd: account.home, env, encoding: null })

@@ -29,6 +29,8 @@ export function createEmbeddedBackend(config: Readonly<PlatformConfig>): Backend
     writeRecord: (write, now) => boards.writeRecord(write, now),
     listRecords: (query, now) => boards.listRecords(query, now),
     close: async () => {
+      // Commit writes still queued for this turn's group commit before the file closes.
+      boards.flush()
       db.close()
     },
   }

@@ -10,6 +10,19 @@ const ORDER = ['br', 'gzip', 'identity'] as const
  */
 export function pickVariant(rep: Representation, accept: string | undefined): Variant {
   if (accept === undefined || accept === '') return rep.identity
+  let coding = chosen.get(accept)
+  if (coding === undefined) {
+    // Clients send a handful of distinct headers: remember the choice for each.
+    if (chosen.size >= 256) chosen.clear()
+    chosen.set(accept, (coding = choose(accept)))
+  }
+  return rep[coding]
+}
+
+const chosen = new Map<string, Coding>()
+type Coding = (typeof ORDER)[number]
+
+function choose(accept: string): Coding {
   const q = new Map<string, number>()
   for (const part of accept.split(',')) {
     const [name, ...params] = part.split(';')
@@ -23,12 +36,12 @@ export function pickVariant(rep: Representation, accept: string | undefined): Va
     q.set(coding === 'x-gzip' ? 'gzip' : coding, Number.isFinite(weight) ? weight : 0)
   }
   const star = q.get('*')
-  let best: Variant = rep.identity
+  let best: Coding = 'identity'
   let bestQ = 0
   for (const coding of ORDER) {
     const weight = q.get(coding) ?? (coding === 'identity' ? (star === 0 ? 0 : 0.001) : star ?? 0)
     if (weight > bestQ) {
-      best = rep[coding]
+      best = coding
       bestQ = weight
     }
   }

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
 import { isIP, type BlockList } from 'node:net'
-import type { Router } from './router.js'
+import type { Router, RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 
@@ -38,26 +38,33 @@ function flushLog(): void {
 }
 process.on('exit', flushLog)
 
-/** Write one JSON line to stdout (batched per event-loop turn, flushed at exit). */
-export function logLine(entry: Record<string, unknown>): void {
+function isoNow(): string {
   const now = Date.now()
   if (now !== isoMs) {
     isoMs = now
     iso = new Date(now).toISOString()
   }
-  pending.push(JSON.stringify({ time: iso, ...entry }) + '\n')
+  return iso
+}
+
+function queueLine(line: string): void {
+  pending.push(line)
   if (!flushScheduled) {
     flushScheduled = true
     setImmediate(flushLog)
   }
 }
 
+/** Write one JSON line to stdout (batched per event-loop turn, flushed at exit). */
+export function logLine(entry: Record<string, unknown>): void {
+  queueLine(JSON.stringify({ time: isoNow(), ...entry }) + '\n')
+}
+
 /** The platform's HTTP server: request ids, access log, CORS, Origin check, routing, error bodies. */
 export function createServer(options: ServerOptions): http.Server {
-  const log = options.log ?? logLine
   const origins = new Set(options.origins)
   const server = http.createServer((req, res) => {
-    handle(req, res, options, origins, log)
+    handle(req, res, options, origins)
   })
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
@@ -115,6 +122,78 @@ function pathnameOf(target: string): string {
   return NEEDS_URL_PARSE.test(path) || path.includes('#') ? new URL(target, URL_BASE).pathname : path
 }
 
+const NO_PARAMS: Record<string, string> = Object.freeze(Object.create(null))
+const kExchange = Symbol('exchange')
+
+/**
+ * One request on its way through: the RouteContext a handler gets, plus what the access log and the
+ * error path need. A class, so the hot path allocates one object with a known shape instead of a
+ * context literal, a getter and three closures per request.
+ */
+class Exchange implements RouteContext {
+  params = NO_PARAMS
+  readonly started = performance.now()
+  readonly requestId = randomUUID()
+  readonly method: string
+  readonly target: string
+  readonly pathname: string
+  readonly api: boolean
+  readonly ip: string
+  readonly proto: 'http' | 'https'
+  #url: URL | undefined
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly log: ((entry: Record<string, unknown>) => void) | undefined,
+    trust: BlockList,
+  ) {
+    const { ip, proto } = clientAddress(req, trust)
+    this.ip = ip
+    this.proto = proto
+    this.method = req.method ?? 'GET'
+    this.target = req.url ?? '/'
+    this.pathname = pathnameOf(this.target)
+    this.api = this.pathname.startsWith('/api/') || this.pathname === '/dev/terminal/ticket'
+  }
+
+  /** Parsed only when a handler reads it (query strings); most never do. */
+  get url(): URL {
+    return (this.#url ??= new URL(this.target, URL_BASE))
+  }
+
+  /** Render a thrown error; a 500 is logged with its stack, the client sees only the fixed body. */
+  fail(err: unknown): void {
+    const { req, res } = this
+    const httpError = toHttpError(err)
+    if (httpError.status >= 500) {
+      const error = err instanceof Error ? err.stack ?? err.message : String(err)
+      ;(this.log ?? logLine)({ event: 'http.error', id: this.requestId, method: this.method, path: this.pathname, error })
+    }
+    sendError(res, httpError, !this.api)
+    // A body we refused to read must not be parsed as the next request on a kept-alive socket.
+    // Take the socket now: by 'finish' the response may have let go of it (req.socket is null then).
+    const socket = req.socket
+    if (!req.complete && socket) res.once('finish', () => socket.destroySoon())
+  }
+}
+
+/** The access-log line, one per request, when the response is done (or the client went away). */
+function resOnClose(this: ServerResponse): void {
+  const ex = (this as ServerResponse & { [kExchange]: Exchange })[kExchange]
+  const ms = Math.round((performance.now() - ex.started) * 100) / 100
+  if (ex.log) {
+    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status: this.statusCode, ms, ip: ex.ip })
+    return
+  }
+  // The same line logLine would write, built without an intermediate object (it is written for
+  // every request).
+  queueLine(
+    `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":${JSON.stringify(ex.method)},` +
+      `"path":${JSON.stringify(ex.pathname)},"status":${this.statusCode},"ms":${ms},"ip":${JSON.stringify(ex.ip)}}\n`,
+  )
+}
+
 // Synchronous until a handler returns a promise: an async function per request cost the catalogue
 // benchmark a microtask round and a promise for every answer.
 function handle(
@@ -122,35 +201,16 @@ function handle(
   res: ServerResponse,
   options: ServerOptions,
   origins: Set<string>,
-  log: (entry: Record<string, unknown>) => void,
 ): void {
-  const started = performance.now()
-  const requestId = randomUUID()
-  const { ip, proto } = clientAddress(req, options.trustProxy)
-  const target = req.url ?? '/'
-  const pathname = pathnameOf(target)
-  const method = req.method ?? 'GET'
-  const api = pathname.startsWith('/api/') || pathname === '/dev/terminal/ticket'
-  res.setHeader('x-request-id', requestId)
-  res.on('close', () => {
-    const ms = Math.round((performance.now() - started) * 100) / 100
-    log({ event: 'http.request', id: requestId, method, path: pathname, status: res.statusCode, ms, ip })
-  })
-  const fail = (err: unknown): void => {
-    const httpError = toHttpError(err)
-    if (httpError.status >= 500) {
-      log({ event: 'http.error', id: requestId, method, path: pathname, error: err instanceof Error ? err.stack ?? err.message : String(err) })
-    }
-    sendError(res, httpError, !api)
-    // A body we refused to read must not be parsed as the next request on a kept-alive socket.
-    // Take the socket now: by 'finish' the response may have let go of it (req.socket is null then).
-    const socket = req.socket
-    if (!req.complete && socket) res.once('finish', () => socket.destroySoon())
-  }
+  const ex = new Exchange(req, res, options.log, options.trustProxy)
+  const { method, pathname } = ex
+  ;(res as ServerResponse & { [kExchange]: Exchange })[kExchange] = ex
+  res.setHeader('x-request-id', ex.requestId)
+  res.once('close', resOnClose)
   try {
     const origin = header(req, 'origin')
     const allowed = origin !== undefined && origins.has(origin)
-    if (api) {
+    if (ex.api) {
       res.setHeader('vary', 'Origin')
       if (allowed) {
         res.setHeader('access-control-allow-origin', origin)
@@ -175,17 +235,11 @@ function handle(
     if (match.kind === 'method') {
       throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} not allowed`, undefined, { allow: match.allow.join(', ') })
     }
-    let url: URL | undefined
-    const result = match.handler({
-      req, res, params: match.params, ip, proto, requestId,
-      // Parsed only when a handler reads it (query strings); most never do.
-      get url() {
-        return (url ??= new URL(target, URL_BASE))
-      },
-    })
-    if (result instanceof Promise) result.catch(fail)
+    ex.params = match.params
+    const result = match.handler(ex)
+    if (result instanceof Promise) result.catch((err: unknown) => ex.fail(err))
   } catch (err) {
-    fail(err)
+    ex.fail(err)
   }
 }
 

@@ -45,6 +45,8 @@ export class Terminal {
   readonly #writer: PtyWriter
   readonly #events: TerminalEvents
   #drained = false
+  /** The master is closed: its descriptor number may already belong to something else. */
+  #closed = false
   #disposed = false
   #exited = false
   #paused = false
@@ -66,21 +68,20 @@ export class Terminal {
     this.#realDestroy = this.#socket.destroy.bind(this.#socket)
     this.#socket.destroy = (error?: Error) => this.#socketOnDestroy(error)
     this.#socket.prependListener('end', () => this.#drain())
-    this.#socket.prependListener('error', () => this.#drain())
     this.#pty.onData((chunk) => this.#batcher.push(chunk as unknown as Buffer))
     this.#pty.onExit(({ exitCode, signal }) => this.#ptyOnExit(exitCode, signal))
   }
 
   /** Write keystrokes; answers the bytes still waiting for the shell to read. */
   write(data: string): number {
-    if (this.#exited || this.#disposed) return 0
+    if (this.#exited || this.#closed) return 0
     this.#writer.write(data)
     return this.#writer.pending
   }
 
   /** Resize the PTY (the shell gets SIGWINCH). */
   resize(cols: number, rows: number): void {
-    if (!this.#exited && !this.#drained) this.#pty.resize(cols, rows)
+    if (!this.#exited && !this.#closed) this.#pty.resize(cols, rows)
   }
 
   /** Stop reading the PTY: the shell blocks once the kernel's buffer is full. */
@@ -107,10 +108,9 @@ export class Terminal {
   dispose(): Promise<void> {
     if (!this.#disposed) {
       this.#disposed = true
-      this.#writer.dispose()
       if (this.#straggler) clearInterval(this.#straggler)
       this.#pty.pause()
-      this.#realDestroy()
+      this.#closeMaster()
     }
     return this.end()
   }
@@ -133,13 +133,15 @@ export class Terminal {
   }
 
   /**
-   * node-pty destroys the read stream at end of file (after #drain ran) and 200 ms after the shell
-   * exited when the stream has not closed by itself: paused by us, or held open by a job still
-   * writing. In that second case the shell is gone: end its session, which closes the slave, and
+   * The read stream is destroyed at end of file (after #drain ran), on a read error, and by
+   * node-pty 200 ms after the shell exited when the stream has not closed by itself: paused by
+   * us, or held open by a job still writing. In that second case the shell is gone: end its session, which closes the slave, and
    * let the stream reach its end of file when flow control allows.
    */
   #socketOnDestroy(error?: Error): ReadStream {
-    if (this.#drained || this.#disposed) return this.#realDestroy(error)
+    // A read error (EIO once the slave side is closed) ends the stream as end of file does.
+    if (error) this.#drain()
+    if (this.#drained || this.#disposed) return this.#closeMaster(error)
     void this.end()
     this.#straggler ??= setInterval(() => this.#closeStraggler(), STRAGGLER_MS)
     return this.#socket
@@ -150,7 +152,14 @@ export class Terminal {
     if (this.#paused) return
     clearInterval(this.#straggler!)
     this.#drain()
-    this.#realDestroy()
+    this.#closeMaster()
+  }
+
+  /** Close the master; the writer stops first, so no retry writes to a descriptor number reused since. */
+  #closeMaster(error?: Error): ReadStream {
+    this.#closed = true
+    this.#writer.dispose()
+    return this.#realDestroy(error)
   }
 
   #ptyOnExit(exitCode: number, signal: number | undefined): void {

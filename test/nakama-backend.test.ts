@@ -204,3 +204,23 @@ t.test('a hung Nakama is cut off by the per-request time-out', onFake, async (t)
   fake!.intercept = null
   t.ok(await b.authenticateGuest())
 })
+
+t.test('a refused connection never reached Nakama: even a write is tried once more; a reset one is not', onFake, async (t) => {
+  const b = backend()
+  const realFetch = globalThis.fetch
+  t.teardown(() => void (globalThis.fetch = realFetch))
+  let failures = 0
+  const failOnce = (code: string) => {
+    failures = 1
+    globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+      if (failures-- > 0) throw Object.assign(new TypeError('fetch failed'), { cause: { code } })
+      return realFetch(...args)
+    }) as typeof fetch
+  }
+  failOnce('ECONNREFUSED')
+  const s = await b.register(name('retry'), 'password123')
+  t.equal(s.username, name('retry'), 'registered on the second try')
+  failOnce('ECONNRESET')
+  await rejects(t, b.register(name('retry2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
+  t.equal(fake!.state.byUsername(name('retry2')), undefined, 'a write whose fate is unknown is not sent again')
+})

@@ -58,7 +58,7 @@ async function firstAnswer(url: string, since: number, child: ChildProcess): Pro
 }
 
 /** Start the platform with stdout (the access log) to /dev/null, as a journal would take it away. */
-async function startPlatform(manifestsDir: string): Promise<{ child: ChildProcess; url: string; ms: number }> {
+async function startPlatform(manifestsDir: string): Promise<{ child: ChildProcess; url: string; ms: number; cpu: number }> {
   const port = await freePort()
   const dataDir = mkdtempSync(path.join(tmp, 'data-'))
   const started = performance.now()
@@ -69,7 +69,8 @@ async function startPlatform(manifestsDir: string): Promise<{ child: ChildProces
   })
   children.push(child)
   const url = `http://127.0.0.1:${port}/api/games`
-  return { child, url, ms: await firstAnswer(url, started, child) }
+  const ms = await firstAnswer(url, started, child)
+  return { child, url, ms, cpu: cpuMs(child.pid!) }
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -165,14 +166,22 @@ async function main(): Promise<void> {
     console.log(`  limit ${encoding.padEnd(8)} ${lrps.toFixed(0).padStart(7)}   ${median(l.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${lcpu.toFixed(1).padStart(8)}   ${(orps / lrps).toFixed(3).padStart(8)}   ${(lcpu / ocpu).toFixed(3).padStart(28)}`)
   }
 
+  // Wall time swings with the machine's load; the process's own CPU time to its first answer does
+  // not, and the start with the 13 repository manifests shows what is not the catalogue's.
   const dir = generateManifests()
-  const starts: number[] = []
-  for (let i = 0; i < 3; i++) {
-    const started = await startPlatform(dir)
-    starts.push(started.ms)
-    await stop(started.child)
+  console.log('')
+  for (const [label, manifests] of [[`${GENERATED} generated manifests`, dir], ['the repository manifests', path.join(ROOT, 'manifests')]] as const) {
+    const starts: { ms: number; cpu: number }[] = []
+    for (let i = 0; i < 3; i++) {
+      const started = await startPlatform(manifests)
+      starts.push({ ms: started.ms, cpu: started.cpu })
+      await stop(started.child)
+    }
+    const wall = median(starts.map((s) => s.ms))
+    const cpu = median(starts.map((s) => s.cpu))
+    console.log(`start-up to first answer with ${label}: median ${wall.toFixed(0)} ms wall (${starts.map((s) => s.ms.toFixed(0)).join(', ')}), ${cpu.toFixed(0)} ms CPU (target <= 1000 ms)`)
   }
-  console.log(`\nstart-up to first answer with ${GENERATED} manifests: median ${median(starts).toFixed(0)} ms of ${starts.map((s) => s.toFixed(0)).join(', ')} (target <= 1000 ms)`)
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 }
 
 // Run as `catalogue.js --limit <identity file> <gzip file> <port>`: the limit server itself.

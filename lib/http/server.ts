@@ -4,6 +4,10 @@ import { isIP, type BlockList } from 'node:net'
 import type { Router, RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
+import { isoNow, logLine, queueLine } from './log.js'
+
+// Where it always was: bin/ files and the backends import logLine from here.
+export { logLine }
 
 export interface ServerOptions {
   router: Router
@@ -21,44 +25,6 @@ const CORS_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS'
 const HEADERS_TIMEOUT_MS = 10_000
 const REQUEST_TIMEOUT_MS = 30_000
 const KEEP_ALIVE_TIMEOUT_MS = 5_000
-
-// Lines written in one turn of the event loop leave in one write: a write per request cost the
-// catalogue benchmark a fifth of its throughput. 'exit' flushes what is left (stdout is synchronous
-// for files and pipes on Linux).
-let pending: string[] = []
-let flushScheduled = false
-let isoMs = 0
-let iso = ''
-function flushLog(): void {
-  flushScheduled = false
-  if (pending.length === 0) return
-  const text = pending.join('')
-  pending = []
-  process.stdout.write(text)
-}
-process.on('exit', flushLog)
-
-function isoNow(): string {
-  const now = Date.now()
-  if (now !== isoMs) {
-    isoMs = now
-    iso = new Date(now).toISOString()
-  }
-  return iso
-}
-
-function queueLine(line: string): void {
-  pending.push(line)
-  if (!flushScheduled) {
-    flushScheduled = true
-    setImmediate(flushLog)
-  }
-}
-
-/** Write one JSON line to stdout (batched per event-loop turn, flushed at exit). */
-export function logLine(entry: Record<string, unknown>): void {
-  queueLine(JSON.stringify({ time: isoNow(), ...entry }) + '\n')
-}
 
 /** The platform's HTTP server: request ids, access log, CORS, Origin check, routing, error bodies. */
 export function createServer(options: ServerOptions): http.Server {

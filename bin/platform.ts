@@ -22,7 +22,10 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
     logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
   })
   process.on('SIGHUP', () => {
-    void catalogue.reload().then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
+    catalogue
+      .reload()
+      .then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
+      .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
   })
   const stop = async (): Promise<void> => {
     logLine({ event: 'platform.stopping' })

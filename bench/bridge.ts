@@ -60,8 +60,9 @@ function countOutput(c: TermClient): { chars: number } {
   c.ws.removeAllListeners('message')
   c.ws.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    // Output is counted, not kept: holding 270 MB of frames would make the client the bottleneck.
     if (frame.type === 'output') counter.chars += frame.data!.length
-    c.frames.push(frame)
+    else c.frames.push(frame)
     c.wake()
   })
   return counter
@@ -146,8 +147,9 @@ async function ctrlC(ack: boolean): Promise<{ ms: number; peak: number }> {
       counter.chars += frame.data!.length
       c.output = (c.output + frame.data).slice(-4096)
       if (ack) c.send({ type: 'ack', bytes: frame.data!.length })
+    } else {
+      c.frames.push(frame)
     }
-    c.frames.push(frame)
     c.wake()
     // Read no faster than READER_RATE: stop reading until the budget catches up.
     const ahead = counter.chars / READER_RATE * 1000 - (Date.now() - started)
@@ -201,8 +203,9 @@ async function tail(): Promise<boolean> {
     if (frame.type === 'output') {
       chars += frame.data!.length
       last = (last + frame.data).slice(-64)
+    } else {
+      c.frames.push(frame)
     }
-    c.frames.push(frame)
     c.wake()
   })
   c.send({ type: 'input', data: 'seq 1 2000000; exit\r' })

@@ -1,21 +1,30 @@
 import { StringDecoder } from 'node:string_decoder'
 
-/** A frame never carries more than this many characters; larger bursts are split. */
-export const MAX_FRAME_CHARS = 64 * 1024
+/** A frame never carries more than this many bytes of PTY output; larger bursts are split. */
+export const MAX_FRAME_BYTES = 64 * 1024
+/** Output is a stream once this much has come without a pause of STREAM_GAP_MS; then it is batched for BATCH_MS. */
+const STREAM_BYTES = 16 * 1024
+const STREAM_GAP_MS = 5
+const BATCH_MS = 3
 
 /**
- * PTY bytes in, `output` frame texts out. A streaming decoder keeps multi-byte characters whole
- * across reads (decoding each read alone turns a split character into U+FFFD). Everything read in
- * one turn of the event loop goes out as one frame (setImmediate), so an echo waits no timer and a
- * flood is sent in 64 KiB frames instead of one frame per read.
+ * PTY bytes in, `output` frame texts out. A PTY read is small (about 1.3 KB on average under a
+ * flood) and usually one per turn of the event loop, so reads are collected and decoded once per
+ * frame. Output goes out at the end of the turn (setImmediate), so an echo waits for no timer;
+ * once more than STREAM_BYTES have come without a pause it is a flood, batched for BATCH_MS or
+ * up to 64 KiB, which cuts frames, syscalls and the client's work per byte.
+ * The streaming decoder keeps multi-byte characters whole across frames (decoding each read
+ * alone turns a split character into U+FFFD).
  */
 export class OutputBatcher {
   readonly #decoder = new StringDecoder('utf8')
   readonly #send: (data: string, bytes: number) => void
-  #pending: string[] = []
-  #size = 0
+  #chunks: Buffer[] = []
   #bytes = 0
-  #scheduled: NodeJS.Immediate | null = null
+  #scheduled: NodeJS.Immediate | NodeJS.Timeout | null = null
+  #lastFlush = 0
+  /** Bytes sent since output last paused for STREAM_GAP_MS. */
+  #run = 0
 
   /** `send` gets each frame's text and how many PTY bytes it carries (for the session log). */
   constructor(send: (data: string, bytes: number) => void) {
@@ -24,42 +33,49 @@ export class OutputBatcher {
 
   /** Take one read from the PTY. */
   push(chunk: Buffer): void {
+    this.#chunks.push(chunk)
     this.#bytes += chunk.length
-    this.#add(this.#decoder.write(chunk))
-    if (this.#size >= MAX_FRAME_CHARS) this.flush()
-    else if (this.#size > 0 && this.#scheduled === null) this.#scheduled = setImmediate(() => this.flush())
+    if (this.#bytes >= MAX_FRAME_BYTES) this.flush()
+    else if (this.#scheduled === null) {
+      const streaming = this.#run >= STREAM_BYTES && performance.now() - this.#lastFlush < STREAM_GAP_MS
+      this.#scheduled = streaming ? setTimeout(() => this.flush(), BATCH_MS) : setImmediate(() => this.flush())
+    }
   }
 
   /** Send what is pending now. */
   flush(): void {
-    if (this.#scheduled !== null) clearImmediate(this.#scheduled)
+    if (this.#scheduled !== null) {
+      clearImmediate(this.#scheduled as NodeJS.Immediate)
+      clearTimeout(this.#scheduled as NodeJS.Timeout)
+    }
     this.#scheduled = null
-    if (this.#size === 0) return
-    const data = this.#pending.join('')
-    let bytes = this.#bytes
-    this.#pending = []
-    this.#size = 0
+    if (this.#bytes === 0) return
+    const now = performance.now()
+    if (now - this.#lastFlush >= STREAM_GAP_MS) this.#run = 0
+    this.#run += this.#bytes
+    this.#lastFlush = now
+    const bytes = this.#bytes
+    const joined = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, bytes)
+    this.#chunks = []
     this.#bytes = 0
+    this.#emit(this.#decoder.write(joined), bytes)
+  }
+
+  /** The stream is over: a trailing partial character becomes U+FFFD, then everything is sent. */
+  end(): void {
+    this.flush()
+    this.#emit(this.#decoder.end(), 0)
+  }
+
+  #emit(data: string, bytes: number): void {
     let at = 0
     while (at < data.length) {
-      let end = Math.min(at + MAX_FRAME_CHARS, data.length)
+      let end = Math.min(at + MAX_FRAME_BYTES, data.length)
       // Keep a surrogate pair in one frame.
       if (end < data.length && /[\uD800-\uDBFF]/.test(data[end - 1]!)) end--
       this.#send(data.slice(at, end), bytes)
       bytes = 0
       at = end
     }
-  }
-
-  /** The stream is over: a trailing partial character becomes U+FFFD, then everything is sent. */
-  end(): void {
-    this.#add(this.#decoder.end())
-    this.flush()
-  }
-
-  #add(text: string): void {
-    if (text === '') return
-    this.#pending.push(text)
-    this.#size += text.length
   }
 }

@@ -12,8 +12,16 @@ export const BRIDGE_JS = path.join(ROOT, 'dist/bin/terminal-bridge.js')
 /** A fresh temporary directory, removed when the process exits. */
 export function tempDir(prefix = 'playfield-test-'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix))
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  if (tempDirs.size === 0) process.once('exit', removeTempDirs)
+  tempDirs.add(dir)
   return dir
+}
+
+// One exit listener for every directory (a listener each tripped Node's leak warning).
+const tempDirs = new Set<string>()
+
+function removeTempDirs(): void {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true })
 }
 
 export interface RunningProcess {

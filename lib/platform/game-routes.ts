@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http'
 import type { Router, RouteContext } from '../http/router.js'
 import { HttpError } from '../http/errors.js'
 import type { Representation } from '../catalogue/serialize.js'
@@ -29,20 +28,14 @@ export function gameRoutes(router: Router, app: App): void {
 function send({ req, res }: RouteContext, rep: Representation, now: number): void {
   const variant = pickVariant(rep, req.headers['accept-encoding'])
   const maxAge = rep.expiresAt === Infinity ? MAX_AGE_S : Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now) / 1000)))
-  res.setHeader('vary', VARY)
-  res.setHeader('etag', variant.etag)
-  res.setHeader('cache-control', `public, max-age=${maxAge}, must-revalidate`)
+  // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
+  const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', `public, max-age=${maxAge}, must-revalidate`]
   if (notModified(rep, req.headers['if-none-match'])) {
-    res.writeHead(304).end()
+    res.writeHead(304, headers).end()
     return
   }
-  writeBody(res, variant.body, variant.encoding)
-}
-
-function writeBody(res: ServerResponse, body: Buffer, encoding: string): void {
-  res.setHeader('content-type', 'application/json; charset=utf-8')
-  res.setHeader('content-length', body.length)
-  if (encoding !== 'identity') res.setHeader('content-encoding', encoding)
+  headers.push('content-type', 'application/json; charset=utf-8', 'content-length', String(variant.body.length))
+  if (variant.encoding !== 'identity') headers.push('content-encoding', variant.encoding)
   // HEAD: node sends the headers (Content-Length included) and drops the body.
-  res.writeHead(200).end(body)
+  res.writeHead(200, headers).end(variant.body)
 }

@@ -171,7 +171,7 @@ export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformCon
 }
 
 /** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). */
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   if (host === 'localhost') return true
   const bare = host.replace(/^\[|\]$/g, '')
   if (isIP(bare) === 4) return bare.startsWith('127.')

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder'
 
 /** A frame never carries more than this many bytes of PTY output; larger bursts are split. */
-export const MAX_FRAME_BYTES = 64 * 1024
+const MAX_FRAME_BYTES = 64 * 1024
 /** Output is a stream once this much has come without a pause of STREAM_GAP_MS; then it is batched for BATCH_MS. */
 const STREAM_BYTES = 16 * 1024
 const STREAM_GAP_MS = 5

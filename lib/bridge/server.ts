@@ -22,7 +22,7 @@ export interface Bridge {
   shutdown(): Promise<void>
 }
 
-export interface BridgeOptions {
+interface BridgeOptions {
   config: Readonly<BridgeConfig>
   account: ShellAccount
   /** TERMINAL_TICKET_SECRET keys (the first signs on the platform; all verify here). */

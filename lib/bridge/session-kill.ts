@@ -8,7 +8,7 @@ export const KILL_GRACE_MS = 2_000
  * signals only the shell, and `nohup`/disowned jobs live on in their own process groups of the
  * same session, so the session is the unit that ends.
  */
-export function sessionMembers(sid: number): number[] {
+function sessionMembers(sid: number): number[] {
   const members: number[] = []
   for (const name of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(name)) continue

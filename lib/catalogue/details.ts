@@ -13,7 +13,7 @@ export interface DetailSource {
  * Serialize one detail response (CONTRACT §3): the list entry's fields plus `leaderboardDetails`.
  * The bytes expire at the earliest nextResetAt, after which they no longer tell the truth.
  */
-export function serializeDetail(source: DetailSource, now: number): Representation {
+function serializeDetail(source: DetailSource, now: number): Representation {
   const leaderboardDetails: Record<string, unknown> = {}
   let expiresAt = Infinity
   for (const board of source.boards) {

@@ -60,7 +60,7 @@ const Leaderboards = strict({
 })
 
 /** Spec 2.2: a play capture. */
-export const CaptureSchema = strict({
+const CaptureSchema = strict({
   capturedAt: Type.String({ pattern: ISO_TIME }),
   result: Type.Enum(['visible', 'timeout']),
   playUrl: Type.String({ pattern: ADDRESS }),
@@ -72,7 +72,7 @@ export const CaptureSchema = strict({
 })
 
 /** Spec 2.1: a game manifest, one file a game (CONTRACT §5). */
-export const ManifestSchema = strict({
+const ManifestSchema = strict({
   id: Type.String({ pattern: SLUG }),
   title: Text,
   description: Text,

@@ -5,14 +5,14 @@ import type { TSchema, Static } from 'typebox'
 import { HttpError } from './errors.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
-export const MAX_BODY_BYTES = 65_536
+const MAX_BODY_BYTES = 65_536
 
 /**
  * Read the raw body, refusing more than MAX_BODY_BYTES as soon as the count passes it. Listeners,
  * not `for await`: leaving a for-await early destroys the request and with it the socket, so the
  * 413 could never be sent; here the rest is left unread and the server closes the socket after it.
  */
-export function readRaw(req: IncomingMessage): Promise<Buffer> {
+function readRaw(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
   if (declared > MAX_BODY_BYTES) return Promise.reject(tooLarge())
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
@@ -53,7 +53,7 @@ function tooLarge(): HttpError {
 }
 
 /** True when the request announces a body (a length above 0 or chunked transfer). */
-export function hasBody(req: IncomingMessage): boolean {
+function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length']
   if (length !== undefined) return Number(length) > 0
   return req.headers['transfer-encoding'] !== undefined

@@ -14,7 +14,7 @@ export interface RouteContext {
   requestId: string
 }
 
-export type Handler = (ctx: RouteContext) => unknown
+type Handler = (ctx: RouteContext) => unknown
 
 interface Route {
   method: string

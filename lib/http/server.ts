@@ -9,7 +9,7 @@ import { isoNow, logLine, queueLine } from './log.js'
 // Where it always was: bin/ files and the backends import logLine from here.
 export { logLine }
 
-export interface ServerOptions {
+interface ServerOptions {
   router: Router
   /** Allowed origins: CORS allow-list and the Origin check of state-changing requests. */
   origins: string[]
@@ -41,7 +41,7 @@ export function createServer(options: ServerOptions): http.Server {
 const trustedPeers = new WeakMap<object, boolean>()
 
 /** The client address: the peer's, unless the peer is a trusted proxy, then the nearest untrusted X-Forwarded-For hop. */
-export function clientAddress(req: IncomingMessage, trust: BlockList): { ip: string; proto: 'http' | 'https' } {
+function clientAddress(req: IncomingMessage, trust: BlockList): { ip: string; proto: 'http' | 'https' } {
   let ip = normalize(req.socket.remoteAddress ?? '')
   let proto: 'http' | 'https' = 'encrypted' in req.socket ? 'https' : 'http'
   // The peer of a socket never changes: check it against the BlockList once per connection.

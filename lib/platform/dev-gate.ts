@@ -5,7 +5,7 @@ import type { App, SessionUser } from './app.js'
 const DEV_ROLES = new Set(['developer', 'admin'])
 
 /** The gate's answer: the admitted user, or why not (401 without a session, 403 without admission). */
-export type GateResult =
+type GateResult =
   | { admitted: true; user: SessionUser }
   | { admitted: false; status: 401 | 403; reason: string }
 

@@ -8,9 +8,9 @@ import type { App } from './app.js'
 import { LeaderboardIdParam, LeaderboardQuery, SubmitBody } from './schemas.js'
 
 /** Submissions per user: 20 a second with bursts of 40, against floods (issue 4). */
-export const SUBMIT_RULE: Rule = Object.freeze({ capacity: 40, refill: 20, intervalMs: 1000 })
+const SUBMIT_RULE: Rule = Object.freeze({ capacity: 40, refill: 20, intervalMs: 1000 })
 /** CONTRACT §3: metadata is at most 2 KiB as UTF-8 JSON text. */
-export const MAX_METADATA_BYTES = 2048
+const MAX_METADATA_BYTES = 2048
 // Deeper metadata is refused whatever its size, so a deep body never reaches the recursive JSON.stringify.
 const MAX_METADATA_DEPTH = 32
 const DEFAULT_LIMIT = 20

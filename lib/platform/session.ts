@@ -8,12 +8,12 @@ import type { Auth } from './app.js'
 import { seal, sealKeys, unseal, type SessionState } from './seal.js'
 
 /** CONTRACT §2: the session credential. */
-export const COOKIE_NAME = 'playfield_session'
+const COOKIE_NAME = 'playfield_session'
 // Used when a refresh token's expiry cannot be read (a backend whose tokens are opaque).
 const FALLBACK_LIFETIME_MS = 30 * 86_400_000
 
 /** Reads and writes the sealed `playfield_session` cookie. */
-export interface SessionCookie {
+interface SessionCookie {
   /** The state in the request's cookie when it opens and has not expired; null otherwise. */
   read(ctx: RouteContext, now: number): SessionState | null
   /** Set the cookie to `state`; it lives until the state's `exp`. */

@@ -1,6 +1,6 @@
 /** CONTRACT §2: after this many failed sign-ins from one address within WINDOW_MS, sign-ins answer 429. */
-export const MAX_FAILURES = 10
-export const WINDOW_MS = 60_000
+const MAX_FAILURES = 10
+const WINDOW_MS = 60_000
 /** Addresses tracked at most; past it the oldest entry goes (an attacker cycling addresses costs bounded memory). */
 const MAX_ADDRESSES = 100_000
 

@@ -4,7 +4,7 @@ import type { Account } from '../backend/backend.js'
 import { HttpError } from '../http/errors.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
-export const ROLES: readonly string[] = ['admin', 'developer']
+const ROLES: readonly string[] = ['admin', 'developer']
 
 const USAGE = 'usage: platform users grant <username> <role> | users revoke <username> <role> | users list'
 

@@ -4,7 +4,7 @@ import { HttpError } from '../../http/errors.js'
 import { MAX_SCORE, type RankKey } from '../../leaderboard.js'
 
 /** Where a page ended: the leaderboard, its period and the last record's rank key. */
-export interface CursorPosition extends RankKey {
+interface CursorPosition extends RankKey {
   leaderboardId: string
   expiry: number
 }

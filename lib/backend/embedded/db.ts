@@ -10,7 +10,7 @@ export interface Migration {
 }
 
 /** The database file inside DATA_DIR. */
-export const DATABASE_FILE = 'playfield.sqlite'
+const DATABASE_FILE = 'playfield.sqlite'
 
 /**
  * Open (creating) `DATA_DIR/playfield.sqlite` with WAL and foreign keys on, and apply pending

@@ -4,14 +4,14 @@ import type { BackendSession } from '../backend.js'
 import { signToken, verifyToken, type TokenClaims } from './tokens.js'
 
 /** Session tokens live an hour (the platform refreshes them when under 5 minutes are left). */
-export const SESSION_TOKEN_TTL_MS = 3_600_000
+const SESSION_TOKEN_TTL_MS = 3_600_000
 /** Refresh tokens live 30 days from sign-in; refreshing does not extend them, signing in again does. */
-export const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000
+const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000
 
 const MAX_CACHED_REVOCATIONS = 100_000
 
 /** The HS256 keys: session tokens and refresh tokens are signed with different keys (as Nakama does). */
-export interface TokenKeys {
+interface TokenKeys {
   session: readonly string[]
   refresh: readonly string[]
 }

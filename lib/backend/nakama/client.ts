@@ -14,7 +14,7 @@ export class NakamaError extends Error {
 }
 
 /** How a request authenticates (nakama-api.md §1.0): server key, runtime HTTP key, or a session. */
-export type NakamaAuth = 'server' | 'http' | { bearer: string }
+type NakamaAuth = 'server' | 'http' | { bearer: string }
 
 export interface RequestOptions {
   query?: Record<string, string>
@@ -35,7 +35,7 @@ const DEFAULT_TIMEOUT_MS = 5_000
 const RETRY_DELAY_MS = 150
 
 /** The contract's answer whenever Nakama cannot be reached or fails on its side (CONTRACT §4). */
-export function backendUnavailable(): HttpError {
+function backendUnavailable(): HttpError {
   return new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
 }
 

@@ -205,7 +205,8 @@ function handle(
   const response = res as PlatformResponse
   response.requestId = ex.requestId
   response.api = ex.api
-  res.once('close', resOnClose)
+  // `on`, not `once`: a response closes once, and once's wrapper cost a closure per request.
+  res.on('close', resOnClose)
   try {
     const origin = header(req, 'origin')
     const allowed = origin !== undefined && origins.has(origin)

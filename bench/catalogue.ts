@@ -8,14 +8,12 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort, PLATFORM_JS, ROOT } from '../test/helpers/platform.js'
 import { promisify } from 'node:util'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 50
@@ -27,15 +25,6 @@ process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL')
   rmSync(tmp, { recursive: true, force: true })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 /** GET returning the raw bytes (no decompression). */
 function getRaw(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Buffer }> {

@@ -13,13 +13,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, scrypt } from 'node:crypto'
 import { mkdtempSync, openSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { freePort, PLATFORM_JS, ROOT } from '../test/helpers/platform.js'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
 const PARALLEL = 20
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'playfield-bench-'))
@@ -28,15 +25,6 @@ process.once('exit', () => {
   child?.kill('SIGKILL')
   rmSync(tmp, { recursive: true, force: true })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const fmt = (ms: number): string => `${ms.toFixed(1)} ms`

@@ -1,10 +1,9 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { Client, freePort, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 import { startBridge } from './helpers/terminal.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
@@ -17,16 +16,6 @@ const CHROMIUM = '/usr/bin/chromium'
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `${CHROMIUM} is not installed (.ci/run installs it)`)
   process.exit(0)
-}
-
-/** A port free right now: the page's origin must be known before the platform starts. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 const dataDir = tempDir()

@@ -54,6 +54,31 @@ export interface Backend {
   close(): Promise<void>
 }
 
+type LeaderboardMethod = 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords'
+/** The account half of a backend: sign-in, sessions, accounts, roles and buckets. */
+export type AccountPart = Omit<Backend, 'kind' | 'close' | LeaderboardMethod>
+/** The leaderboard half of a backend: launches and records. */
+export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
+
+const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
+  'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
+  'renameUser', 'takeBucket', 'grantRole', 'revokeRole', 'listPrivileged',
+]
+const LEADERBOARD_METHODS: readonly LeaderboardMethod[] = ['recordLaunch', 'syncLeaderboards', 'writeRecord', 'listRecords']
+
+/** A Backend made of its two halves, as both backends build it. */
+export function composeBackend(
+  kind: Backend['kind'],
+  accounts: AccountPart,
+  boards: LeaderboardPart,
+  close: () => Promise<void>,
+): Backend {
+  const backend: Record<string, unknown> = { kind, close }
+  for (const name of ACCOUNT_METHODS) backend[name] = (accounts[name] as (...args: never[]) => unknown).bind(accounts)
+  for (const name of LEADERBOARD_METHODS) backend[name] = (boards[name] as (...args: never[]) => unknown).bind(boards)
+  return backend as unknown as Backend
+}
+
 /** What sign-in and refresh return: Nakama's Session plus the decoded claims the platform needs. */
 export interface BackendSession {
   token: string

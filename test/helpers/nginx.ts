@@ -4,7 +4,9 @@ import https from 'node:https'
 import http from 'node:http'
 import net from 'node:net'
 import path from 'node:path'
-import { ROOT, tempDir } from './platform.js'
+import { freePort, ROOT, tempDir } from './platform.js'
+
+export { freePort }
 
 /** The shipped nginx site (systemd/nginx.conf). */
 export const SITE_CONF = path.join(ROOT, 'systemd/nginx.conf')
@@ -19,18 +21,6 @@ export function makeCertificate(dir: string): { cert: string; key: string; pem: 
     '-keyout', key, '-out', cert,
   ], { stdio: 'ignore' })
   return { cert, key, pem: readFileSync(cert) }
-}
-
-/** A TCP port free on loopback right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 export interface SitePorts {

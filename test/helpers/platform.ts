@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -8,6 +9,18 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..')
 export const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
 export const BRIDGE_JS = path.join(ROOT, 'dist/bin/terminal-bridge.js')
+
+/** A TCP port free on loopback right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
 
 /** A fresh temporary directory, removed when the process exits. */
 export function tempDir(prefix = 'playfield-test-'): string {

@@ -4,7 +4,7 @@ import type { PlatformConfig } from '../../config.js'
 import { HttpError, rateLimited } from '../../http/errors.js'
 import type { Rule } from '../../limiter.js'
 import { loadSecret } from '../../secrets.js'
-import type { Account, Backend, BackendSession } from '../backend.js'
+import type { Account, AccountPart, BackendSession } from '../backend.js'
 import { BucketStore } from './buckets.js'
 import type { Migration } from './db.js'
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.js'
@@ -36,7 +36,6 @@ export const ACCOUNT_MIGRATIONS: Migration[] = [
   },
 ]
 
-type AccountPart = Omit<Backend, 'kind' | 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords' | 'close'>
 
 interface Row {
   id: string

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { Backend, Launch, LeaderboardConfig, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
+import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { Migration } from './db.js'
 import { HttpError } from '../../http/errors.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
@@ -11,7 +11,6 @@ import { LEADERBOARD_SQL, prepareStatements, type RecordEntry as Entry, type Sta
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
 export const LEADERBOARD_MIGRATIONS: Migration[] = [{ version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL }]
 
-type LeaderboardPart = Pick<Backend, 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords'>
 
 /** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
 interface Period {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { HttpError, rateLimited } from '../../http/errors.js'
 import type { Rule } from '../../limiter.js'
-import type { Account, BackendSession } from '../backend.js'
+import type { Account, AccountPart, BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession } from './claims.js'
 import { NakamaError, type NakamaClient } from './client.js'
 import { Revocations } from './revocations.js'
@@ -30,7 +30,7 @@ function taken(username: string): HttpError {
 }
 
 /** Sign-in, sessions, accounts, roles and limiter buckets on Nakama accounts and storage. */
-export class NakamaAccounts {
+export class NakamaAccounts implements AccountPart {
   readonly #revocations: Revocations
   constructor(readonly client: NakamaClient, readonly now: () => number = Date.now) {
     this.#revocations = new Revocations(client)

@@ -1,5 +1,5 @@
 import type { PlatformConfig } from '../../config.js'
-import type { Backend } from '../backend.js'
+import { composeBackend, type Backend } from '../backend.js'
 import { NakamaAccounts } from './accounts.js'
 import { NakamaClient, type ClientOptions } from './client.js'
 import { NakamaLeaderboards } from './leaderboards.js'
@@ -14,25 +14,6 @@ export function createNakamaBackend(config: Readonly<PlatformConfig>, options: C
   const client = new NakamaClient(config.nakama, options)
   const accounts = new NakamaAccounts(client, options.now)
   const boards = new NakamaLeaderboards(client)
-  return {
-    kind: 'nakama',
-    authenticateGuest: () => accounts.authenticateGuest(),
-    register: (username, password) => accounts.register(username, password),
-    login: (username, password) => accounts.login(username, password),
-    refresh: (refreshToken) => accounts.refresh(refreshToken),
-    sessionActive: (refreshToken) => accounts.sessionActive(refreshToken),
-    logout: (session) => accounts.logout(session),
-    getAccount: (userId) => accounts.getAccount(userId),
-    renameUser: (userId, username, rule, now) => accounts.renameUser(userId, username, rule, now),
-    takeBucket: (key, rule, now) => accounts.takeBucket(key, rule, now),
-    grantRole: (username, role) => accounts.grantRole(username, role),
-    revokeRole: (username, role) => accounts.revokeRole(username, role),
-    listPrivileged: () => accounts.listPrivileged(),
-    recordLaunch: (launch) => boards.recordLaunch(launch),
-    syncLeaderboards: (list) => boards.syncLeaderboards(list),
-    writeRecord: (write) => boards.writeRecord(write),
-    listRecords: (query) => boards.listRecords(query),
-    // Node's fetch pool closes idle keep-alive sockets by itself; nothing else is held.
-    close: async () => undefined,
-  }
+  // Node's fetch pool closes idle keep-alive sockets by itself; nothing else is held.
+  return composeBackend('nakama', accounts, boards, async () => undefined)
 }

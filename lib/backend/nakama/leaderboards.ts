@@ -1,6 +1,6 @@
 import { HttpError } from '../../http/errors.js'
 import { logLine } from '../../http/server.js'
-import type { LeaderboardConfig, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
+import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { NakamaClient } from './client.js'
 
 /** How often a leaderboard sync that found Nakama unreachable is tried again. */
@@ -14,7 +14,7 @@ function notFound(id: string): HttpError {
  * Leaderboards and launches through the module's RPCs. Nakama applies the operators, the reset
  * periods (its own clock, UTC) and the ranks; `now` is not sent because Nakama's clock rules.
  */
-export class NakamaLeaderboards {
+export class NakamaLeaderboards implements LeaderboardPart {
   #retry: NodeJS.Timeout | undefined
   /** Each board's operator as last synced: the module refuses increments past 2^53-1 with it. */
   #operators = new Map<string, LeaderboardConfig['operator']>()

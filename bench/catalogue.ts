@@ -46,12 +46,24 @@ async function firstAnswer(url: string, since: number, child: ChildProcess): Pro
   }
 }
 
+/**
+ * With two cores or more, each server runs on core 0 and wrk on core 1 (taskset): left to the
+ * scheduler, the two processes and the loopback's softirq work trade places from run to run, and
+ * the same server's rate swung by 2x between 2-second loads. Both servers get the same treatment.
+ */
+const PIN = os.availableParallelism() >= 2 && (await run('taskset', ['-c', '0', 'true']).then(() => true, () => false))
+
+function pinned(core: number, command: string, args: string[]): [string, string[]] {
+  return PIN ? ['taskset', ['-c', String(core), command, ...args]] : [command, args]
+}
+
 /** Start the platform with stdout (the access log) to /dev/null, as a journal would take it away. */
-async function startPlatform(manifestsDir: string): Promise<{ child: ChildProcess; url: string; ms: number; cpu: number }> {
+async function startPlatform(manifestsDir: string, pin = false): Promise<{ child: ChildProcess; url: string; ms: number; cpu: number }> {
   const port = await freePort()
   const dataDir = mkdtempSync(path.join(tmp, 'data-'))
   const started = performance.now()
-  const child = spawn(process.execPath, [PLATFORM_JS], {
+  const [command, args] = pin ? pinned(0, process.execPath, [PLATFORM_JS]) : [process.execPath, [PLATFORM_JS]]
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH, PORT: String(port), DATA_DIR: dataDir, MANIFESTS_DIR: manifestsDir },
     stdio: ['ignore', openSync('/dev/null', 'w'), 'inherit'],
@@ -86,7 +98,7 @@ function cpuMs(pid: number): number {
 async function wrk(url: string, gzip: boolean, pid: number): Promise<Sample> {
   const cpuBefore = cpuMs(pid)
   const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(gzip ? ['-H', 'Accept-Encoding: gzip'] : []), url]
-  const { stdout } = await run('wrk', args)
+  const { stdout } = await run(...pinned(1, 'wrk', args))
   const cpu = cpuMs(pid) - cpuBefore
   const requests = Number(/(\d+) requests in/.exec(stdout)?.[1])
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1])
@@ -118,17 +130,17 @@ function generateManifests(): string {
 }
 
 async function main(): Promise<void> {
-  const ours = await startPlatform(path.join(ROOT, 'manifests'))
+  const ours = await startPlatform(path.join(ROOT, 'manifests'), true)
   const identity = await getRaw(ours.url)
   const gzip = await getRaw(ours.url, { 'accept-encoding': 'gzip' })
   writeFileSync(path.join(tmp, 'identity'), identity.body)
   writeFileSync(path.join(tmp, 'gzip'), gzip.body)
   const limitPort = await freePort()
-  const limit = spawn(process.execPath, [fileURLToPath(import.meta.url), '--limit', path.join(tmp, 'identity'), path.join(tmp, 'gzip'), String(limitPort)], { stdio: 'inherit' })
+  const limit = spawn(...pinned(0, process.execPath, [fileURLToPath(import.meta.url), '--limit', path.join(tmp, 'identity'), path.join(tmp, 'gzip'), String(limitPort)]), { stdio: 'inherit' })
   children.push(limit)
   const limitUrl = `http://127.0.0.1:${limitPort}/api/games`
   await firstAnswer(limitUrl, performance.now(), limit)
-  console.log(`GET /api/games: ${identity.body.length} B identity, ${gzip.body.length} B gzip; wrk -t1 -c${CONNECTIONS}, ${SECONDS} s loads, ${ROUNDS} rounds`)
+  console.log(`GET /api/games: ${identity.body.length} B identity, ${gzip.body.length} B gzip; wrk -t1 -c${CONNECTIONS}, ${SECONDS} s loads, ${ROUNDS} rounds${PIN ? '; servers on core 0, wrk on core 1' : ''}`)
 
   const samples: Record<string, Sample[]> = {}
   for (let round = 0; round < ROUNDS; round++) {

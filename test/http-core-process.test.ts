@@ -17,6 +17,25 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
   }
   t.match(line, { time: /^\d{4}-\d\d-\d\dT/, event: 'http.request', id, method: 'GET', path: '/api/games', status: 200, ms: Number, ip: '127.0.0.1' })
   t.ok(from >= 0)
+
+  // Paths a client writes oddly are logged as URL parsing reads them, in lines that stay JSON.
+  const odd: [string, string][] = [
+    ['/api/games/a"b', '/api/games/a%22b'],
+    ['/api/games/a\\b', '/api/games/a/b'],
+    ['/api/games/x/../{y}', '/api/games/%7By%7D'],
+    ['/api/games/%22q%5C?n="1"', '/api/games/%22q%5C'],
+  ]
+  for (const [target, path] of odd) {
+    const res = await rawRequest(platform.url, 'GET', target)
+    t.equal(res.status, 404, target)
+    const id = res.headers['x-request-id']
+    let entry: Record<string, unknown> | undefined
+    for (let i = 0; i < 100 && !entry; i++) {
+      entry = platform.logs.find((e) => e.id === id || (typeof e.raw === 'string' && e.raw.includes(String(id))))
+      if (!entry) await new Promise((r) => setTimeout(r, 20))
+    }
+    t.match(entry, { event: 'http.request', id, method: 'GET', path, status: 404 }, `${target} is logged as ${path}`)
+  }
 })
 
 /** Send a request's headers and the first half of its body; the rest when `finish` is called. */

@@ -70,6 +70,33 @@ t.test('a known path with another method: 405 METHOD_NOT_ALLOWED with Allow', as
   t.equal(get.headers['allow'], 'GET, HEAD')
 })
 
+t.test('the router: fixed paths before parameters, HEAD as GET, 405 from both kinds of route', async (t) => {
+  const seen: string[] = []
+  const handler = (name: string) => () => seen.push(name)
+  const r = new Router()
+    .add('GET', '/api/boards/:id', handler('board'))
+    .add('POST', '/api/boards/submit', handler('submit'))
+    .add('GET', '/api/boards/top', handler('top'))
+    .add('DELETE', '/api/boards/:id/records/:owner', handler('record'))
+  const found = (method: string, path: string) => {
+    const match = r.find(method, path)
+    if (match.kind !== 'found') return match
+    match.handler({} as never)
+    return { name: seen.at(-1), params: { ...match.params } }
+  }
+  t.strictSame(found('GET', '/api/boards/top'), { name: 'top', params: {} }, 'a fixed path wins over a parameter route')
+  t.strictSame(found('HEAD', '/api/boards/top'), { name: 'top', params: {} })
+  t.strictSame(found('GET', '/api/boards/submit'), { name: 'board', params: { id: 'submit' } }, 'a fixed path without the method falls through to parameters')
+  t.strictSame(found('POST', '/api/boards/submit'), { name: 'submit', params: {} })
+  t.strictSame(found('GET', '/api/boards/caf%C3%A9%2Fx'), { name: 'board', params: { id: 'café/x' } }, 'parameters are decoded')
+  t.strictSame(found('DELETE', '/api/boards/a/records/b'), { name: 'record', params: { id: 'a', owner: 'b' } })
+  t.strictSame(r.find('PUT', '/api/boards/submit'), { kind: 'method', allow: ['GET', 'HEAD', 'POST'] }, 'Allow joins the fixed and the parameter routes')
+  t.strictSame(r.find('PUT', '/api/boards/x'), { kind: 'method', allow: ['GET', 'HEAD'] })
+  t.strictSame(r.find('GET', '/api/boards/%E0%A4%A'), { kind: 'none' }, 'a malformed escape matches nothing')
+  t.strictSame(r.find('GET', '/api/boards/'), { kind: 'none' }, 'an empty segment is no parameter')
+  t.strictSame(r.find('GET', '/api/boards'), { kind: 'none' })
+})
+
 t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', async (t) => {
   const ok = await post('/api/things', '{"name":"kit"}')
   t.equal(ok.status, 200)

@@ -4,6 +4,8 @@ import { brotliCompressSync, gzipSync, constants } from 'node:zlib'
 /** One encoding of a response: its bytes, its strong ETag and its Content-Encoding. */
 export interface Variant {
   readonly body: Buffer
+  /** The body's length as the Content-Length value. */
+  readonly length: string
   /** Quoted strong ETag; each encoding has its own, as RFC 9110 §8.8.3 asks of different bytes. */
   readonly etag: string
   readonly encoding: 'identity' | 'gzip' | 'br'
@@ -37,7 +39,7 @@ export class Representation {
     const body = Buffer.from(JSON.stringify(value))
     this.#best = options.best === true && body.length < BEST_BELOW_BYTES
     this.#hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
-    this.identity = { body, etag: `"${this.#hash}"`, encoding: 'identity' }
+    this.identity = { body, length: String(body.length), etag: `"${this.#hash}"`, encoding: 'identity' }
     this.tags = new Set([this.#hash, `${this.#hash}-gzip`, `${this.#hash}-br`])
     this.expiresAt = options.expiresAt ?? Infinity
     if (options.eager) void [this.gzip, this.br]
@@ -65,6 +67,6 @@ export class Representation {
 
   #variant(encoding: 'gzip' | 'br', compressed: Buffer): Variant {
     if (compressed.length >= this.identity.body.length) return this.identity
-    return { body: compressed, etag: `"${this.#hash}-${encoding === 'gzip' ? 'gzip' : 'br'}"`, encoding }
+    return { body: compressed, length: String(compressed.length), etag: `"${this.#hash}-${encoding === 'gzip' ? 'gzip' : 'br'}"`, encoding }
   }
 }

@@ -28,31 +28,62 @@ export type Match =
   | { kind: 'method'; allow: string[] }
   | { kind: 'none' }
 
-/** A table of method + path (`:param` segments) -> handler, as trouter keeps it. */
+const NO_PARAMS: Record<string, string> = Object.freeze(Object.create(null))
+const NONE: Match = Object.freeze({ kind: 'none' })
+
+/**
+ * A table of method + path (`:param` segments) -> handler, as trouter keeps it. Paths without
+ * parameters are looked up in a map first (find-my-way does the same): the catalogue's hot path
+ * then neither splits the path nor allocates; parameter routes are matched segment by segment.
+ */
 export class Router {
-  readonly #routes: Route[] = []
+  /** path -> method -> handler, for routes without parameters. */
+  readonly #static = new Map<string, Map<string, Handler>>()
+  readonly #dynamic: Route[] = []
+  /** A found match per static route and method, made once. */
+  readonly #found = new Map<Handler, Match>()
 
   /** Add a route; `path` segments starting with `:` capture one decoded segment. */
   add(method: string, path: string, handler: Handler): this {
-    this.#routes.push({ method, segments: path.split('/').slice(1), handler })
+    const segments = path.split('/').slice(1)
+    if (segments.some((s) => s.startsWith(':'))) {
+      this.#dynamic.push({ method, segments, handler })
+    } else {
+      let methods = this.#static.get(path)
+      if (!methods) this.#static.set(path, (methods = new Map()))
+      if (!methods.has(method)) methods.set(method, handler)
+      this.#found.set(handler, Object.freeze({ kind: 'found', handler, params: NO_PARAMS }))
+    }
     return this
   }
 
   /** Find the handler for `method` and `pathname`. HEAD falls back to GET. */
   find(method: string, pathname: string): Match {
-    const parts = pathname.split('/').slice(1)
-    const allow = new Set<string>()
-    for (const route of this.#routes) {
-      const params = matchSegments(route.segments, parts)
-      if (!params) continue
-      if (route.method === method || (method === 'HEAD' && route.method === 'GET')) {
-        return { kind: 'found', handler: route.handler, params }
-      }
-      allow.add(route.method)
-      if (route.method === 'GET') allow.add('HEAD')
+    const methods = this.#static.get(pathname)
+    if (methods) {
+      const handler = methods.get(method) ?? (method === 'HEAD' ? methods.get('GET') : undefined)
+      if (handler) return this.#found.get(handler)!
     }
-    return allow.size ? { kind: 'method', allow: [...allow].sort() } : { kind: 'none' }
+    const allow = new Set<string>()
+    for (const m of methods?.keys() ?? []) allowMethod(allow, m)
+    if (this.#dynamic.length > 0) {
+      const parts = pathname.split('/').slice(1)
+      for (const route of this.#dynamic) {
+        const params = matchSegments(route.segments, parts)
+        if (!params) continue
+        if (route.method === method || (method === 'HEAD' && route.method === 'GET')) {
+          return { kind: 'found', handler: route.handler, params }
+        }
+        allowMethod(allow, route.method)
+      }
+    }
+    return allow.size ? { kind: 'method', allow: [...allow].sort() } : NONE
   }
+}
+
+function allowMethod(allow: Set<string>, method: string): void {
+  allow.add(method)
+  if (method === 'GET') allow.add('HEAD')
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

@@ -38,16 +38,31 @@ export function createServer(options: ServerOptions): http.Server {
   return server
 }
 
-const trustedPeers = new WeakMap<object, boolean>()
+/** The address of a peer that is not a trusted proxy, worked out once per connection. */
+const untrustedPeers = new WeakMap<object, ClientAddress>()
+const trustedPeers = new WeakSet<object>()
+
+interface ClientAddress {
+  readonly ip: string
+  readonly proto: 'http' | 'https'
+}
 
 /** The client address: the peer's, unless the peer is a trusted proxy, then the nearest untrusted X-Forwarded-For hop. */
-function clientAddress(req: IncomingMessage, trust: BlockList): { ip: string; proto: 'http' | 'https' } {
-  let ip = normalize(req.socket.remoteAddress ?? '')
-  let proto: 'http' | 'https' = 'encrypted' in req.socket ? 'https' : 'http'
+function clientAddress(req: IncomingMessage, trust: BlockList): ClientAddress {
   // The peer of a socket never changes: check it against the BlockList once per connection.
-  let peerTrusted = trustedPeers.get(req.socket)
-  if (peerTrusted === undefined) trustedPeers.set(req.socket, (peerTrusted = isTrusted(ip, trust)))
-  if (!peerTrusted) return { ip, proto }
+  const socket = req.socket
+  const known = untrustedPeers.get(socket)
+  if (known) return known
+  let ip = normalize(socket.remoteAddress ?? '')
+  let proto: 'http' | 'https' = 'encrypted' in socket ? 'https' : 'http'
+  if (!trustedPeers.has(socket)) {
+    if (!isTrusted(ip, trust)) {
+      const address = { ip, proto }
+      untrustedPeers.set(socket, address)
+      return address
+    }
+    trustedPeers.add(socket)
+  }
   const forwarded = header(req, 'x-forwarded-for')
   if (forwarded) {
     const hops = forwarded.split(',').map((s) => normalize(s.trim())).filter((s) => isIP(s) !== 0)
@@ -77,15 +92,18 @@ function header(req: IncomingMessage, name: string): string | undefined {
 }
 
 const URL_BASE = 'http://platform.invalid'
-// A path WHATWG URL parsing would change (dot segments, backslashes, encoded dots, `//`, no leading
-// slash) goes through new URL; every other path is used as written, which saves a parse per request.
-const NEEDS_URL_PARSE = /\/\.|\\|%2e|^\/\/|^[^/]/i
+/** Paths of characters WHATWG URL parsing keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/|^[]`. */
+const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
 
-/** The path of a request target, as new URL(target).pathname would give it. */
+/**
+ * The path of a request target, as new URL(target).pathname would give it. A path URL parsing
+ * would change (dot segments, backslashes, percent escapes, `//`, characters it escapes) goes
+ * through new URL; every other path is used as written, which saves a parse per request.
+ */
 function pathnameOf(target: string): string {
   const q = target.indexOf('?')
   const path = q < 0 ? target : target.slice(0, q)
-  return NEEDS_URL_PARSE.test(path) || path.includes('#') ? new URL(target, URL_BASE).pathname : path
+  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : new URL(target, URL_BASE).pathname
 }
 
 /**
@@ -101,11 +119,12 @@ class PlatformResponse extends http.ServerResponse {
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
     const given = typeof reason === 'string' ? headers : reason
     if (Array.isArray(given) && (given.length === 0 || typeof given[0] === 'string')) {
-      const flat: unknown[] = ['x-request-id', this.requestId, ...given]
-      if (this.api && !hasVary(given)) flat.push('vary', 'Origin')
+      // The list is the handler's own, made for this answer: extended in place, not copied.
+      given.push('x-request-id', this.requestId)
+      if (this.api && !hasVary(given)) given.push('vary', 'Origin')
       return typeof reason === 'string'
-        ? super.writeHead(statusCode, reason, flat as string[])
-        : super.writeHead(statusCode, flat as string[])
+        ? super.writeHead(statusCode, reason, given as string[])
+        : super.writeHead(statusCode, given as string[])
     }
     if (!this.hasHeader('x-request-id')) this.setHeader('x-request-id', this.requestId)
     const object = given as Record<string, unknown> | undefined
@@ -115,7 +134,10 @@ class PlatformResponse extends http.ServerResponse {
 }
 
 function hasVary(flat: unknown[]): boolean {
-  for (let i = 0; i < flat.length; i += 2) if (String(flat[i]).toLowerCase() === 'vary') return true
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]
+    if (typeof name === 'string' && name.length === 4 && name.toLowerCase() === 'vary') return true
+  }
   return false
 }
 
@@ -184,11 +206,19 @@ function resOnClose(this: ServerResponse): void {
     return
   }
   // The same line logLine would write, built without an intermediate object (it is written for
-  // every request).
+  // every request). The method is an HTTP token and the address an IP literal (llhttp and isIP
+  // admit nothing else); only the path may need escaping.
   queueLine(
-    `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":${JSON.stringify(ex.method)},` +
-      `"path":${JSON.stringify(ex.pathname)},"status":${this.statusCode},"ms":${ms},"ip":${JSON.stringify(ex.ip)}}\n`,
+    `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
+      `"path":${jsonString(ex.pathname)},"status":${this.statusCode},"ms":${ms},"ip":"${ex.ip}"}\n`,
   )
+}
+
+/** Characters a JSON string may hold as they are (no quote, backslash, control or non-ASCII). */
+const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+function jsonString(text: string): string {
+  return JSON_PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
 }
 
 // Synchronous until a handler returns a promise: an async function per request cost the catalogue

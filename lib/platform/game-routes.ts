@@ -10,6 +10,7 @@ import type { App } from './app.js'
  */
 const MAX_AGE_S = 60
 const VARY = 'Origin, Accept-Encoding'
+const CACHE_CONTROL = cacheControl(MAX_AGE_S)
 
 /** GET /api/games and GET /api/games/{id}: pick pre-serialized bytes, never serialize per request. */
 export function gameRoutes(router: Router, app: App): void {
@@ -27,15 +28,20 @@ export function gameRoutes(router: Router, app: App): void {
 
 function send({ req, res }: RouteContext, rep: Representation, now: number): void {
   const variant = pickVariant(rep, req.headers['accept-encoding'])
-  const maxAge = rep.expiresAt === Infinity ? MAX_AGE_S : Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now) / 1000)))
+  const caching =
+    rep.expiresAt === Infinity ? CACHE_CONTROL : cacheControl(Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now) / 1000))))
   // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
-  const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', `public, max-age=${maxAge}, must-revalidate`]
+  const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', caching]
   if (notModified(rep, req.headers['if-none-match'])) {
     res.writeHead(304, headers).end()
     return
   }
-  headers.push('content-type', 'application/json; charset=utf-8', 'content-length', String(variant.body.length))
+  headers.push('content-type', 'application/json; charset=utf-8', 'content-length', variant.length)
   if (variant.encoding !== 'identity') headers.push('content-encoding', variant.encoding)
   // HEAD: node sends the headers (Content-Length included) and drops the body.
   res.writeHead(200, headers).end(variant.body)
+}
+
+function cacheControl(maxAge: number): string {
+  return `public, max-age=${maxAge}, must-revalidate`
 }

@@ -15,7 +15,7 @@ import { freePort, PLATFORM_JS, ROOT } from '../test/helpers/platform.js'
 import { promisify } from 'node:util'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const CONNECTIONS = 50
 const GENERATED = 1000
 const run = promisify(execFile)

@@ -106,20 +106,17 @@ function throughputInProcess(): Promise<number> {
 // output back, nothing else per keystroke (the bridge side reads frames with a bare listener, not
 // the test client's bookkeeping), after WARM_KEYSTROKES unmeasured ones that let V8 compile both
 // paths (compilation threads compete for the machine's two cores while they run).
-async function echoBridge(n: number): Promise<number[]> {
-  const c = await shell()
-  c.send({ type: 'input', data: 'stty raw -echo; exec cat\r' })
-  await sleep(300)
+/**
+ * Round trips in ms of `n` keystrokes after the warm-up: `send` writes one keystroke, and the
+ * caller's output listener calls the function `echoes` hands it on the first output back.
+ */
+async function echoTimes(n: number, send: () => void, echoes: (arrived: () => void) => void): Promise<number[]> {
   let waiter: (() => void) | null = null
-  c.ws.removeAllListeners('message')
-  c.ws.on('message', (data) => {
-    if ((JSON.parse(data.toString()) as { type: string }).type === 'output') waiter?.()
-  })
-  const keystroke = JSON.stringify({ type: 'input', data: 'k' })
+  echoes(() => waiter?.())
   const once = (): Promise<void> =>
     new Promise<void>((resolve) => {
       waiter = resolve
-      c.ws.send(keystroke)
+      send()
     })
   for (let i = 0; i < WARM_KEYSTROKES; i++) await once()
   const times: number[] = []
@@ -128,26 +125,29 @@ async function echoBridge(n: number): Promise<number[]> {
     await once()
     times.push(Number(process.hrtime.bigint() - started) / 1e6)
   }
+  return times
+}
+async function echoBridge(n: number): Promise<number[]> {
+  const c = await shell()
+  c.send({ type: 'input', data: 'stty raw -echo; exec cat\r' })
+  await sleep(300)
+  c.ws.removeAllListeners('message')
+  const keystroke = JSON.stringify({ type: 'input', data: 'k' })
+  const times = await echoTimes(
+    n,
+    () => c.ws.send(keystroke),
+    (arrived) =>
+      c.ws.on('message', (data) => {
+        if ((JSON.parse(data.toString()) as { type: string }).type === 'output') arrived()
+      }),
+  )
   c.ws.close()
   return times
 }
 async function echoInProcess(n: number): Promise<number[]> {
   const pty = ptySpawn('/bin/bash', ['-c', 'stty raw -echo; exec cat'], ptyOptions)
-  let waiter: (() => void) | null = null
-  pty.onData(() => waiter?.())
   await sleep(300)
-  const once = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      waiter = resolve
-      pty.write('k')
-    })
-  for (let i = 0; i < WARM_KEYSTROKES; i++) await once()
-  const times: number[] = []
-  for (let i = 0; i < n; i++) {
-    const started = process.hrtime.bigint()
-    await once()
-    times.push(Number(process.hrtime.bigint() - started) / 1e6)
-  }
+  const times = await echoTimes(n, () => pty.write('k'), (arrived) => pty.onData(arrived))
   pty.kill('SIGKILL')
   return times
 }

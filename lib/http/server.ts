@@ -216,19 +216,13 @@ function resOnClose(this: PlatformResponse): void {
     return
   }
   // The same line logLine would write, built without an intermediate object (it is written for
-  // every request). The method is an HTTP token and the address an IP literal (llhttp and isIP
-  // admit nothing else); only the path may need escaping.
+  // every request). Nothing in it needs escaping: the method is an HTTP token, the address an IP
+  // literal (llhttp and isIP admit nothing else), and the path printable ASCII without quotes or
+  // backslashes (pathnameOf's plain paths, or URL's percent-encoded ones).
   queueLine(
     `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
-      `"path":${jsonString(ex.pathname)},"status":${this.statusCode},"ms":${ms},"ip":"${ex.ip}"}\n`,
+      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${ms},"ip":"${ex.ip}"}\n`,
   )
-}
-
-/** Characters a JSON string may hold as they are (no quote, backslash, control or non-ASCII). */
-const JSON_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
-
-function jsonString(text: string): string {
-  return JSON_PLAIN.test(text) ? `"${text}"` : JSON.stringify(text)
 }
 
 // Synchronous until a handler returns a promise: an async function per request cost the catalogue

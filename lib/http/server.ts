@@ -239,7 +239,8 @@ function handle(
   // `on`, not `once`: a response closes once, and once's wrapper cost a closure per request.
   res.on('close', resOnClose)
   try {
-    const origin = header(req, 'origin')
+    // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.
+    const origin = req.headers.origin
     const allowed = origin !== undefined && origins.has(origin)
     if (ex.api) {
       if (allowed) {

@@ -14,22 +14,24 @@ const CACHE_CONTROL = cacheControl(MAX_AGE_S)
 
 /** GET /api/games and GET /api/games/{id}: pick pre-serialized bytes, never serialize per request. */
 export function gameRoutes(router: Router, app: App): void {
+  const clock = (): number => app.now()
   router.add('GET', '/api/games', (ctx) => {
-    send(ctx, app.catalogue().list, app.now())
+    send(ctx, app.catalogue().list, clock)
   })
   router.add('GET', '/api/games/:id', (ctx) => {
     const id = ctx.params.id!
     const now = app.now()
     const rep = app.catalogue().detail(id, now)
     if (rep === undefined) throw new HttpError(404, 'GAME_NOT_FOUND', `no game ${JSON.stringify(id)}`)
-    send(ctx, rep, now)
+    send(ctx, rep, () => now)
   })
 }
 
-function send({ req, res }: RouteContext, rep: Representation, now: number): void {
+/** `now` is asked only for a representation that expires: the list, the hottest route, reads no clock. */
+function send({ req, res }: RouteContext, rep: Representation, now: () => number): void {
   const variant = pickVariant(rep, req.headers['accept-encoding'])
   const caching =
-    rep.expiresAt === Infinity ? CACHE_CONTROL : cacheControl(Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now) / 1000))))
+    rep.expiresAt === Infinity ? CACHE_CONTROL : cacheControl(Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now()) / 1000))))
   // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
   const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', caching]
   if (notModified(rep, req.headers['if-none-match'])) {

@@ -28,7 +28,8 @@ export type Match =
   | { kind: 'method'; allow: string[] }
   | { kind: 'none' }
 
-const NO_PARAMS: Record<string, string> = Object.freeze(Object.create(null))
+/** The params of a route without parameters: one frozen empty object for every request. */
+export const NO_PARAMS: Record<string, string> = Object.freeze(Object.create(null))
 const NONE: Match = Object.freeze({ kind: 'none' })
 
 /**
@@ -37,11 +38,9 @@ const NONE: Match = Object.freeze({ kind: 'none' })
  * then neither splits the path nor allocates; parameter routes are matched segment by segment.
  */
 export class Router {
-  /** path -> method -> handler, for routes without parameters. */
-  readonly #static = new Map<string, Map<string, Handler>>()
+  /** path -> method -> its match, made once, for routes without parameters. */
+  readonly #static = new Map<string, Map<string, Match>>()
   readonly #dynamic: Route[] = []
-  /** A found match per static route and method, made once. */
-  readonly #found = new Map<Handler, Match>()
 
   /** Add a route; `path` segments starting with `:` capture one decoded segment. */
   add(method: string, path: string, handler: Handler): this {
@@ -51,8 +50,7 @@ export class Router {
     } else {
       let methods = this.#static.get(path)
       if (!methods) this.#static.set(path, (methods = new Map()))
-      if (!methods.has(method)) methods.set(method, handler)
-      this.#found.set(handler, Object.freeze({ kind: 'found', handler, params: NO_PARAMS }))
+      if (!methods.has(method)) methods.set(method, Object.freeze({ kind: 'found', handler, params: NO_PARAMS }))
     }
     return this
   }
@@ -61,8 +59,8 @@ export class Router {
   find(method: string, pathname: string): Match {
     const methods = this.#static.get(pathname)
     if (methods) {
-      const handler = methods.get(method) ?? (method === 'HEAD' ? methods.get('GET') : undefined)
-      if (handler) return this.#found.get(handler)!
+      const found = methods.get(method) ?? (method === 'HEAD' ? methods.get('GET') : undefined)
+      if (found) return found
     }
     const allow = new Set<string>()
     for (const m of methods?.keys() ?? []) allowMethod(allow, m)

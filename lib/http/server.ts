@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
 import { isIP, type BlockList } from 'node:net'
-import type { Router, RouteContext } from './router.js'
+import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { isoNow, logLine, queueLine } from './log.js'
@@ -38,9 +38,8 @@ export function createServer(options: ServerOptions): http.Server {
   return server
 }
 
-/** The address of a peer that is not a trusted proxy, worked out once per connection. */
-const untrustedPeers = new WeakMap<object, ClientAddress>()
-const trustedPeers = new WeakSet<object>()
+/** Per connection: the peer's address, or null when the peer is a trusted proxy (then each request says). */
+const peers = new WeakMap<object, ClientAddress | null>()
 
 interface ClientAddress {
   readonly ip: string
@@ -51,17 +50,14 @@ interface ClientAddress {
 function clientAddress(req: IncomingMessage, trust: BlockList): ClientAddress {
   // The peer of a socket never changes: check it against the BlockList once per connection.
   const socket = req.socket
-  const known = untrustedPeers.get(socket)
+  const known = peers.get(socket)
   if (known) return known
   let ip = normalize(socket.remoteAddress ?? '')
   let proto: 'http' | 'https' = 'encrypted' in socket ? 'https' : 'http'
-  if (!trustedPeers.has(socket)) {
-    if (!isTrusted(ip, trust)) {
-      const address = { ip, proto }
-      untrustedPeers.set(socket, address)
-      return address
-    }
-    trustedPeers.add(socket)
+  if (known === undefined) {
+    const address = isTrusted(ip, trust) ? null : { ip, proto }
+    peers.set(socket, address)
+    if (address) return address
   }
   const forwarded = header(req, 'x-forwarded-for')
   if (forwarded) {
@@ -152,7 +148,6 @@ function hasVary(flat: unknown[]): boolean {
   return false
 }
 
-const NO_PARAMS: Record<string, string> = Object.freeze(Object.create(null))
 
 /**
  * One request on its way through: the RouteContext a handler gets, plus what the access log and the

@@ -80,6 +80,22 @@ t.test('a connection that never creates a PTY logs pid null', async (t) => {
   t.match(line, { pid: null, bytesIn: 0, bytesOut: 0, user: 'dev' })
 })
 
+t.test('after a session that streamed a flood, the next connection is logged at once', async (t) => {
+  // A flood switches output to timer batching; ending it once cancelled that timer as if it were an
+  // immediate, which broke Node's count of pending immediates: from then on, lines queued for
+  // the next turn waited for some other event, and a closed connection went unlogged.
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const a = await shell(bridge.port)
+  await a.run('head -c 5000000 /dev/zero | tr "\\0" a; echo', 30_000)
+  a.ws.close()
+  await until(() => bridge.logs.filter((l) => l.event === 'terminal.session').length === 1, 2_000, 'the flood session\'s log line')
+  const b = await connect(bridge.port)
+  b.ws.close()
+  await until(() => bridge.logs.filter((l) => l.event === 'terminal.session').length === 2, 2_000, 'the next connection\'s log line')
+  t.match(bridge.logs.filter((l) => l.event === 'terminal.session')[1], { pid: null, user: 'dev' })
+})
+
 t.test('the bridge\'s open descriptors return to their baseline after 200 connect-create-close cycles', async (t) => {
   const bridge = await startBridge()
   t.teardown(() => bridge.stop())

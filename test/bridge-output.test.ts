@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs'
+import net from 'node:net'
 import t from 'tap'
+import { OutputBatcher } from '../lib/bridge/output.js'
 import { connect, startBridge, type TermClient } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -91,4 +93,36 @@ t.test('a client that acks is held to the window: unacknowledged output stays un
   t.match(await c.run('echo done-$((2*3))', 20_000), /^done-6/)
   clearInterval(acker)
   c.ws.close()
+})
+
+t.test('a flood that ends on the size cap leaves Node\'s immediates working', async (t) => {
+  // The flood's batching timer, cancelled when a frame fills up, must be cancelled as a timer: as
+  // an immediate it broke Node's count, and an immediate queued from a socket's close handler then
+  // waited for the next unrelated event (here a 3 s timer) instead of running at once.
+  const frames: number[] = []
+  const batcher = new OutputBatcher((_data, bytes) => frames.push(bytes))
+  batcher.push(Buffer.alloc(20_000, 0x61))
+  batcher.flush() // a run of 20 KB: output is now a stream
+  batcher.push(Buffer.alloc(100, 0x61)) // batched on a timer
+  batcher.push(Buffer.alloc(70_000, 0x61)) // over the 64 KiB cap: flushed at once
+  // 70,100 bytes leave as a 64 KiB frame and the rest; the PTY bytes are counted on the first.
+  t.same(frames, [20_000, 70_100, 0], 'the capped flush carries what the timer was holding')
+  const laterTimer = setTimeout(() => undefined, 3_000)
+  t.teardown(() => clearTimeout(laterTimer))
+  const delay = await new Promise<number>((resolve) => {
+    setTimeout(() => resolve(Infinity), 1_500).unref()
+    const server = net.createServer((socket) =>
+      socket.on('close', () => {
+        const closedAt = Date.now()
+        setImmediate(() => resolve(Date.now() - closedAt))
+        server.close()
+      }),
+    )
+    server.listen(0, '127.0.0.1', () => {
+      const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1', () => client.end())
+    })
+  })
+  t.ok(delay < 500, `the immediate ran ${delay} ms after the close`)
+  await new Promise((r) => setTimeout(r, 50))
+  t.same(frames, [20_000, 70_100, 0], 'the cancelled timer sent nothing more')
 })

@@ -27,7 +27,8 @@ export class OutputBatcher {
   readonly #send: (data: string, bytes: number) => void
   #chunks: Buffer[] = []
   #bytes = 0
-  #scheduled: NodeJS.Immediate | NodeJS.Timeout | null = null
+  /** The pending flush: an immediate, or under a flood a timer. Each is cancelled by its own function. */
+  #scheduled: { immediate: NodeJS.Immediate } | { timer: NodeJS.Timeout } | null = null
   #lastFlush = 0
   /** Bytes sent since output last paused for STREAM_GAP_MS. */
   #run = 0
@@ -44,15 +45,17 @@ export class OutputBatcher {
     if (this.#bytes >= MAX_FRAME_BYTES || (this.#scheduled === null && this.#bytes <= ECHO_BYTES && this.#run < STREAM_BYTES)) this.flush()
     else if (this.#scheduled === null) {
       const streaming = this.#run >= STREAM_BYTES && performance.now() - this.#lastFlush < STREAM_GAP_MS
-      this.#scheduled = streaming ? setTimeout(() => this.flush(), BATCH_MS) : setImmediate(() => this.flush())
+      this.#scheduled = streaming ? { timer: setTimeout(() => this.flush(), BATCH_MS) } : { immediate: setImmediate(() => this.flush()) }
     }
   }
 
   /** Send what is pending now. */
   flush(): void {
+    // clearImmediate on a Timeout is not harmless: Node counts it as a cancelled immediate, and
+    // from then on immediates wait for some other event to run (the session log line went unwritten).
     if (this.#scheduled !== null) {
-      clearImmediate(this.#scheduled as NodeJS.Immediate)
-      clearTimeout(this.#scheduled as NodeJS.Timeout)
+      if ('timer' in this.#scheduled) clearTimeout(this.#scheduled.timer)
+      else clearImmediate(this.#scheduled.immediate)
     }
     this.#scheduled = null
     if (this.#bytes === 0) return

@@ -179,9 +179,11 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
   const users = await Promise.all(['u1', 'u2', 'u3'].map((n) => authCustom(fake, `custom-${n}-000`, n)))
   const [a, b, c] = users as [typeof users[0], typeof users[0], typeof users[0]]
   const operators: Record<string, string> = { hi: 'best', lap: 'best', wins: 'incr', nope: 'best' }
+  // The payload's name is a stale one (a session's): the record takes the account's name now.
   const write = (owner: typeof a, leaderboardId: string, score: number, subscore = 0, metadata?: string) =>
-    rpc(fake, 'playfield_write_record', { leaderboardId, ownerId: owner.uid, username: `name-${owner.uid.slice(0, 4)}`, score, subscore, metadata, operator: operators[leaderboardId] })
-  t.same(await write(a, 'hi', 100, 5, '{"lvl":1}'), { record: { leaderboard_id: 'hi', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 100, subscore: 5, rank: 1 } })
+    rpc(fake, 'playfield_write_record', { leaderboardId, ownerId: owner.uid, username: `stale-${owner.uid.slice(0, 4)}`, score, subscore, metadata, operator: operators[leaderboardId] })
+  t.same(await write(a, 'hi', 100, 5, '{"lvl":1}'), { record: { leaderboard_id: 'hi', owner_id: a.uid, username: 'u1', score: 100, subscore: 5, rank: 1 } }, 'recorded under the account\'s name')
+  t.equal(fake.state.leaderboards.list('hi', [a.uid], 1, '', 0, Date.now()).records[0]!.username, 'u1', 'stored under it too')
   t.same((await write(a, 'hi', 90, 9)).record.score, 100, 'best keeps the better score')
   t.same((await write(a, 'hi', 90, 9)).record.subscore, 9, '... and independently the better subscore')
   await write(a, 'hi', 50, 1, '{"lvl":2}')
@@ -203,7 +205,7 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
   t.same(await write(a, 'nope', 1), { error: 'LEADERBOARD_NOT_FOUND' })
 
   t.same((await write(a, 'wins', 2, 1)).record.score, 2)
-  t.same((await write(a, 'wins', 3, 1)).record, { leaderboard_id: 'wins', owner_id: a.uid, username: `name-${a.uid.slice(0, 4)}`, score: 5, subscore: 2, rank: 1 })
+  t.same((await write(a, 'wins', 3, 1)).record, { leaderboard_id: 'wins', owner_id: a.uid, username: 'u1', score: 5, subscore: 2, rank: 1 })
   t.same(await write(a, 'wins', Number.MAX_SAFE_INTEGER - 4, 0), { error: 'SCORE_OVERFLOW' }, 'an increment past 2^53-1 is refused')
   t.same((await write(a, 'wins', Number.MAX_SAFE_INTEGER - 5, 0)).record.score, Number.MAX_SAFE_INTEGER, 'up to 2^53-1 is exact')
   await write(a, 'lap', 70)
@@ -216,7 +218,7 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
     void rank
     return { ...rest, username: { value: username } } as unknown as ReturnType<typeof recordWrite>
   }
-  t.same(await write(b, 'hi', 150), { record: { leaderboard_id: 'hi', owner_id: b.uid, username: `name-${b.uid.slice(0, 4)}`, score: 150, subscore: 9, rank: 2 } })
+  t.same(await write(b, 'hi', 150), { record: { leaderboard_id: 'hi', owner_id: b.uid, username: 'u2', score: 150, subscore: 9, rank: 2 } })
   fake.runtime.nk.leaderboardRecordWrite = recordWrite
 
   // A client cannot bypass the platform on an authoritative board (nakama-api.md §1.6).

@@ -178,6 +178,19 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
   t.equal((await new Client(all.url, ORIGIN).get('/dev/terminal')).status, 401, 'still needs a session')
 })
 
+t.test('DEV_ACCESS_USERS is matched against the account\'s name now, not the name a session signed in with', async (t) => {
+  const platform = await startPlatform({ env: { DEV_ACCESS_USERS: 'gate_old' } })
+  t.teardown(() => platform.stop())
+  const first = new Client(platform.url, ORIGIN)
+  t.equal((await first.post('/api/auth/register', { username: 'gate_old', password: 'correct horse battery' })).status, 200)
+  const second = new Client(platform.url, ORIGIN)
+  t.equal((await second.post('/api/auth/login', { username: 'gate_old', password: 'correct horse battery' })).status, 200)
+  t.equal((await second.get('/dev/terminal')).status, 200, 'listed by name')
+  t.equal((await first.put('/api/user/username', { username: 'gate_new' })).status, 200)
+  t.equal((await second.get('/dev/terminal')).status, 403, 'renamed in another session: no longer listed')
+  t.equal((await second.post('/dev/terminal/ticket')).status, 403, 'and no ticket')
+})
+
 t.test('with the bridge down, the upgrade through the platform is 502', async (t) => {
   const dataDir = tempDir()
   const bridge = await startBridge({ DATA_DIR: dataDir })

@@ -69,6 +69,27 @@ t.test('a name taken by another user, ignoring case, is 409 USERNAME_TAKEN and s
   t.equal(spent(user.id), 0)
 })
 
+t.test('a rename reaches the other sessions: their backend token and their scores carry the new name', async (t) => {
+  const first = new Client(platform.url)
+  const user = await signUp(t, first, 'Shared_Old')
+  const second = new Client(platform.url)
+  t.equal((await second.post('/api/auth/login', { username: 'Shared_Old', password: 'correct horse' })).status, 200)
+  await second.get('/api/auth/backend-token')
+  t.equal((await rename(first, 'shared_new')).status, 200)
+  // The old name is free again, and someone else takes it.
+  const taker = await signUp(t, new Client(platform.url), 'Shared_Old')
+  const token = (await (await second.get('/api/auth/backend-token')).json()) as { token: string; username: string; user_id: string }
+  t.equal(token.username, 'shared_new', 'the other session\'s token answer names the account as it is now')
+  t.equal(decodeJwt(token.token).claims.usn, 'shared_new', 'and so does the token itself')
+  t.equal(token.user_id, user.id)
+  const submit = await second.post('/api/leaderboards/submit', { leaderboardId: 'rune-best', score: 99 })
+  t.equal(submit.status, 200)
+  t.match(await submit.json(), { success: true, record: { owner_id: user.id, username: 'shared_new', score: 99 } })
+  const board = (await (await new Client(platform.url).get('/api/leaderboards/rune-best?limit=100')).json()) as { records: { owner_id: string; username: string }[] }
+  t.same(board.records.filter((r) => r.owner_id === user.id).map((r) => r.username), ['shared_new'], 'listed under the new name')
+  t.notOk(board.records.some((r) => r.owner_id !== taker.id && r.username === 'Shared_Old'), 'no record shows the old name, now someone else\'s')
+})
+
 t.test('renaming to the current name changes and spends nothing; a change of case is a change', async (t) => {
   const c = new Client(platform.url)
   const user = await signUp(t, c, 'sameName')

@@ -115,6 +115,7 @@ export interface LeaderboardConfig {
 export interface RecordWrite {
   leaderboardId: string
   ownerId: string
+  /** The name the caller knows; a backend records the account's current name when it has one. */
   username: string
   score: number
   subscore: number

@@ -79,7 +79,10 @@ export function authRoutes(router: Router, app: App): void {
 
   router.add('GET', '/api/auth/backend-token', async (ctx) => {
     let state = await requireSession(app.config, app.backend, ctx, app.now())
-    if (state.te - app.now() < MIN_TOKEN_LIFE_MS) {
+    // Renamed from another session: a token minted before carries the old name (`usn`), which
+    // someone else may hold by now. A refresh mints one with the account's current name.
+    const renamed = (await app.backend.getAccount(state.uid))?.username !== state.usn
+    if (renamed || state.te - app.now() < MIN_TOKEN_LIFE_MS) {
       state = stateOf(await app.backend.refresh(state.rt), app.now(), state)
       cookie.write(ctx, state, app.now())
     }

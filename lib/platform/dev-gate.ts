@@ -19,13 +19,16 @@ export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateRes
   if (!user) return { admitted: false, status: 401, reason: 'Sign in first: the developer terminal needs a session.' }
   if (app.config.devAccessAll) return { admitted: true, user }
   const account = await app.backend.getAccount(user.id)
-  const names = new Set([user.username.toLowerCase(), account?.username.toLowerCase()])
-  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || names.has(entry.toLowerCase()))
-  if (listed) return { admitted: true, user }
-  if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: { id: user.id, username: account.username } }
+  // The account's name now: a session remembers the name of its sign-in, which another session
+  // may have changed since (and someone else may hold by now).
+  const current = account ? { id: user.id, username: account.username } : user
+  const name = current.username.toLowerCase()
+  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || entry.toLowerCase() === name)
+  if (listed) return { admitted: true, user: current }
+  if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: current }
   return {
     admitted: false,
     status: 403,
-    reason: `The account "${account?.username ?? user.username}" has neither the developer nor the admin role, and DEV_ACCESS_USERS does not name it. An administrator can run: bin/platform users grant ${account?.username ?? user.username} developer`,
+    reason: `The account "${current.username}" has neither the developer nor the admin role, and DEV_ACCESS_USERS does not name it. An administrator can run: bin/platform users grant ${current.username} developer`,
   }
 }

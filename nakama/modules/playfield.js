@@ -200,6 +200,10 @@ function rpcWriteRecord(ctx, logger, nk, payload) {
   try {
     // The platform passes the board's operator (from its catalogue) for the overflow check.
     if (p.operator === 'incr' && wouldOverflow(nk, p)) return JSON.stringify({ error: 'SCORE_OVERFLOW' });
+    // The account's name now, not the one the caller's session remembered: another session may
+    // have renamed the account since, and someone else may hold the old name.
+    var owners = nk.usersGetId([p.ownerId]);
+    if (owners.length && owners[0].username) p.username = owners[0].username;
     record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, p.username, p.score, p.subscore || 0, metadata);
   } catch (e) {
     if (/not found/i.test(errorText(e))) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });

@@ -97,6 +97,11 @@ export class AccountStore implements AccountPart {
     this.#sessions.revoke(session)
   }
 
+  /** The account's display name now, read synchronously for a leaderboard write. */
+  usernameOf(userId: string): string | undefined {
+    return this.#byId(userId)?.username
+  }
+
   async getAccount(userId: string): Promise<Account | null> {
     const row = this.#byId(userId)
     return row ? this.#account(row) : null

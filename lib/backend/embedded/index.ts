@@ -9,7 +9,7 @@ import { LeaderboardStore, LEADERBOARD_MIGRATIONS } from './leaderboards.js'
 export function createEmbeddedBackend(config: Readonly<PlatformConfig>): Backend {
   const db: Database.Database = openDatabase(config.dataDir, [...ACCOUNT_MIGRATIONS, ...LEADERBOARD_MIGRATIONS])
   const accounts = new AccountStore(db, config)
-  const boards = new LeaderboardStore(db)
+  const boards = new LeaderboardStore(db, (ownerId) => accounts.usernameOf(ownerId))
   return composeBackend('embedded', accounts, boards, async () => {
     // Commit writes still queued for this turn's group commit before the file closes.
     boards.flush()

@@ -33,7 +33,15 @@ export class LeaderboardStore implements LeaderboardPart {
   readonly #sql: Statements
   readonly #commits: GroupCommit
 
-  constructor(readonly db: Database.Database) {
+  readonly #currentName: (ownerId: string) => string | undefined
+
+  /**
+   * `currentName` gives an owner's display name now: a record carries the name of the account when
+   * it is written, not the one a session remembered from its sign-in (another session may have
+   * renamed the account since, and someone else may hold the old name).
+   */
+  constructor(readonly db: Database.Database, currentName: (ownerId: string) => string | undefined = () => undefined) {
+    this.#currentName = currentName
     this.#sql = prepareStatements(db)
     // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
     this.#commits = new GroupCommit(db, () => {
@@ -78,7 +86,8 @@ export class LeaderboardStore implements LeaderboardPart {
       const message = 'the stored score would pass 2^53-1'
       throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
     }
-    const entry: Entry = { ownerId: write.ownerId, username: write.username, score: next.score, subscore: next.subscore }
+    const username = this.#currentName(write.ownerId) ?? write.username
+    const entry: Entry = { ownerId: write.ownerId, username, score: next.score, subscore: next.subscore }
     // Memory first, so a second write of this owner in the same turn builds on this one.
     const rank = period.index.set(entry)
     const { id } = board.config

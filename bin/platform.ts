@@ -1,4 +1,4 @@
-import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
+import { checkDirectories, ConfigError, listenProblem, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
 import { createBackend } from '../lib/backend/create.js'
 import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'
@@ -10,17 +10,25 @@ import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 const SHUTDOWN_GRACE_MS = 9_000
 
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
+  checkDirectories(config)
   const catalogue = await CatalogueHolder.open(config)
   const backend = await createBackend(config)
   await backend.syncLeaderboards([...catalogue.current().leaderboards.values()])
   const router = buildRouter({ config, backend, catalogue: () => catalogue.current(), now: Date.now })
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
   attachTerminalProxy(server, config)
-  server.listen(config.port, config.host, () => {
-    const address = server.address()
-    const port = typeof address === 'object' && address ? address.port : config.port
-    logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  }).catch((err: NodeJS.ErrnoException) => {
+    throw listenProblem(err, 'HOST', config.host, 'PORT', config.port)
   })
+  const address = server.address()
+  const port = typeof address === 'object' && address ? address.port : config.port
+  logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
   process.on('SIGHUP', () => {
     catalogue
       .reload()
@@ -53,7 +61,14 @@ async function main(): Promise<void> {
     process.stderr.write(`usage: platform [check | users grant|revoke <username> <role> | users list]\n`)
     process.exit(64)
   }
-  await serve(config)
+  try {
+    await serve(config)
+  } catch (err) {
+    // A directory or listen address that turns out unusable is a bad value too (CONTRACT §1).
+    if (!(err instanceof ConfigError)) throw err
+    process.stderr.write(`config: ${err.message}\n`)
+    process.exit(2)
+  }
 }
 
 void main()

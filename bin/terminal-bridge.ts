@@ -1,4 +1,4 @@
-import { ConfigError, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
+import { checkDirectories, ConfigError, listenProblem, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
 import { logLine } from '../lib/http/server.js'
 import { loadSecret } from '../lib/secrets.js'
 import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
@@ -12,7 +12,13 @@ let account: ShellAccount
 try {
   config = loadBridgeConfig()
   account = resolveShellAccount(config)
+  checkDirectories(config)
 } catch (err) {
+  configFailed(err)
+}
+
+/** A bad value: one line naming the variable, exit 2 (CONTRACT §1). */
+function configFailed(err: unknown): never {
   if (!(err instanceof ConfigError)) throw err
   process.stderr.write(`config: ${err.message}\n`)
   process.exit(2)
@@ -21,7 +27,10 @@ try {
 const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
 const bridge = createBridge({ config, account, ticketKeys, log: logLine })
 
+const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port))
+bridge.server.once('error', listenFailed)
 bridge.server.listen(config.port, config.host, () => {
+  bridge.server.off('error', listenFailed)
   const address = bridge.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })

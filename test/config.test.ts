@@ -1,8 +1,10 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import { ConfigError, loadPlatformConfig } from '../lib/config.js'
-import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
 /** Each bad variable and the exact line the platform prints (CONTRACT §1). */
 const BAD: [Record<string, string>, string][] = [
@@ -54,4 +56,37 @@ t.test('a bad environment variable stops the platform: exit 2 and only its line 
     )
   })
   t.strictSame(run, { code: 2, stderr: 'config: PORT: "abc" is invalid; expected an integer from 0 to 65535\n' }, 'check too')
+})
+
+t.test('an unusable directory or listen address is a bad value too: exit 2 and one line naming its variable', async (t) => {
+  const busy = net.createServer()
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => busy.close())
+  const busyPort = (busy.address() as net.AddressInfo).port
+  const file = path.join(tempDir(), 'a-file')
+  writeFileSync(file, 'not a directory')
+  const expected = 'expected a directory path'
+  const cases: [Record<string, string>, string | RegExp, string?][] = [
+    // The resolver's answer for a name that is no address differs by machine (ENOTFOUND, EAI_AGAIN).
+    [{ HOST: '999.1.1.1' }, /^HOST: "999\.1\.1\.1" cannot be listened on \(E[A-Z_]+\); expected an address of this machine, such as 127\.0\.0\.1 or 0\.0\.0\.0$/],
+    [{ HOST: '192.0.2.1' }, 'HOST: "192.0.2.1" cannot be listened on (EADDRNOTAVAIL); expected an address of this machine, such as 127.0.0.1 or 0.0.0.0'],
+    [{ PORT: String(busyPort) }, `PORT: ${busyPort} is already in use on 127.0.0.1; expected a free port`],
+    [{ DATA_DIR: '/dev/null/x' }, `DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}`],
+    [{ DATA_DIR: file }, `DATA_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
+    [{ DATA_DIR: '/proc/playfield-nowhere/data' }, `DATA_DIR: "/proc/playfield-nowhere/data" cannot be created (ENOENT); ${expected}`, 'under a parent that refuses entries: no endless mkdir'],
+    [{ SCREENSHOTS_DIR: '/dev/null/x' }, `SCREENSHOTS_DIR: "/dev/null/x" cannot be read (ENOTDIR); ${expected}`],
+    [{ SCREENSHOTS_DIR: file }, `SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
+  ]
+  for (const [env, line, label] of cases) {
+    const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)
+    const match = /^process exited \(2\) before ready: config: (.*)\n$/.exec(error.message)
+    t.ok(match, `${label ?? JSON.stringify(env)}: exit 2 with one config line, not ${JSON.stringify(error.message.slice(0, 200))}`)
+    if (typeof line === 'string') t.equal(match?.[1], line)
+    else t.match(match?.[1], line)
+  }
+  const bridge = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { TERMINAL_PORT: String(busyPort), TERMINAL_USER: 'nobody' } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.equal(bridge.message, `process exited (2) before ready: config: TERMINAL_PORT: ${busyPort} is already in use on 127.0.0.1; expected a free port\n`, 'the bridge too')
 })

@@ -61,6 +61,18 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
   t.match(page.body.toString(), /^<!doctype html>.*404 no route for \/nothing-here/s)
 })
 
+t.test('a target starting with // is a path, never a host: //evil.example/api/thing is not /api/thing', async (t) => {
+  const res = await rawRequest(base, 'GET', '//evil.example/api/thing')
+  t.equal(res.status, 404)
+  t.match(res.body.toString(), /404 no route for \/\/evil\.example\/api\/thing/)
+  const double = await rawRequest(base, 'GET', '//api/thing')
+  t.equal(double.status, 404, '//api/thing is not /api/thing either')
+  t.match(double.body.toString(), /no route for \/\/api\/thing/)
+  const query = await rawRequest(base, 'GET', '//evil.example/api/thing?x=1')
+  t.equal(query.status, 404, 'with a query too')
+  t.equal((await rawRequest(base, 'GET', '/api/thing?x=//evil.example/')).status, 200, 'a // in the query changes nothing')
+})
+
 t.test('a known path with another method: 405 METHOD_NOT_ALLOWED with Allow', async (t) => {
   const res = await rawRequest(base, 'DELETE', '/api/things')
   t.equal(res.status, 405)

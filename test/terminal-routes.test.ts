@@ -4,6 +4,7 @@ import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { ORIGIN, startBridge, TermClient, upgradeStatus } from './helpers/terminal.js'
+import { expectError } from './helpers/accounts.js'
 import { WebSocket } from 'ws'
 
 interface Product {
@@ -103,6 +104,17 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   users(product.dataDir, 'revoke', 'terminal_dev', 'developer')
   t.equal((await again(() => dev.get('/dev/terminal'))).status, 403, 'after the revoke')
   t.equal((await dev.post('/dev/terminal/ticket')).status, 403)
+})
+
+t.test('the ticket takes no body or {}: anything else gets the JSON body errors, and no ticket', async (t) => {
+  const dev = await register('ticket_body_dev')
+  users(product.dataDir, 'grant', 'ticket_body_dev', 'developer')
+  t.equal((await again(() => dev.post('/dev/terminal/ticket', {}))).status, 200, '{}')
+  t.equal((await dev.post('/dev/terminal/ticket', { ignored: true })).status, 200, 'an object: its keys are ignored, as for launch')
+  await expectError(t, await dev.post('/dev/terminal/ticket', 'x', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE')
+  await expectError(t, await dev.post('/dev/terminal/ticket', '{bad'), 400, 'INVALID_JSON')
+  await expectError(t, await dev.post('/dev/terminal/ticket', '[1]'), 400, 'VALIDATION_FAILED')
+  await expectError(t, await dev.post('/dev/terminal/ticket', JSON.stringify({ pad: 'x'.repeat(70_000) })), 413, 'PAYLOAD_TOO_LARGE')
 })
 
 t.test('a ticket from a foreign origin is refused by the platform', async (t) => {

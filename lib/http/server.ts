@@ -99,7 +99,16 @@ const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
 function pathnameOf(target: string): string {
   const q = target.indexOf('?')
   const path = q < 0 ? target : target.slice(0, q)
-  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : new URL(target, URL_BASE).pathname
+  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : parseTarget(target).pathname
+}
+
+/**
+ * The request target as a URL. A target starting with `/` is a path, `//evil.example/x` included:
+ * new URL(target, base) would read that one as a host and the path `/x`, so the base is prefixed
+ * as text. Other targets (absolute URLs, `*`) are resolved against the base.
+ */
+function parseTarget(target: string): URL {
+  return target.charCodeAt(0) === 0x2f ? new URL(URL_BASE + target) : new URL(target, URL_BASE)
 }
 
 /**
@@ -183,7 +192,7 @@ class Exchange implements RouteContext {
 
   /** Parsed only when a handler reads it (query strings); most never do. */
   get url(): URL {
-    return (this.#url ??= new URL(this.target, URL_BASE))
+    return (this.#url ??= parseTarget(this.target))
   }
 
   /** Render a thrown error; a 500 is logged with its stack, the client sees only the fixed body. */

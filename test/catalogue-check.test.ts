@@ -62,6 +62,24 @@ const CASES: Record<string, string[]> = {
     `${F}: $.rating.average: must be <= 5`,
     `${F}: $.status: must be one of "available", "beta"`,
   ],
+  // One run reports every problem of a file: the rules run beside the schema's type problems.
+  'schema-and-rule-problems': [
+    `${F}: $.rating.count: must be an integer`,
+    `${F}: $.playerCount.min: must be <= $.playerCount.max (4 > 2)`,
+    `${F}: $.leaderboards.configs.main.resetSchedule: is a cron expression that never fires`,
+  ],
+  // Fields the rules read, each of the wrong type: the schema's lines only, no rule trips on them.
+  'wrong-types-everywhere': [
+    `${F}: $.id: must be a string`,
+    `${F}: $.playerCount.min: must be an integer`,
+    `${F}: $.playUrl: must be a string`,
+    `${F}: $.lastUpdated: must be a string`,
+    `${F}: $.leaderboards.default: must be a string`,
+    `${F}: $.leaderboards.ids: must be an array`,
+    `${F}: $.leaderboards.configs.main: must be an object`,
+    `${F}: $.matchmaking: must be an object`,
+    `${F}: $.characters: must be an array`,
+  ],
   'board-conflict': [
     'b-game.json: $.leaderboards.ids[0]: leaderboard "shared" is also declared by a-game.json with a different config (operator "best" vs "set")',
   ],

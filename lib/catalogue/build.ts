@@ -35,7 +35,11 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
   const value = parseJson(input.text, input.file, problems)
   if (value === undefined) return null
   const found = schemaProblems(ManifestValidator, value, input.file)
-  if (found.length === 0) found.push(...ruleProblems(value as Manifest, input.file, input.id))
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    // A field the schema already reported is not reported again by a rule.
+    const reported = new Set(found.map((p) => p.path))
+    for (const problem of ruleProblems(value as Manifest, input.file, input.id)) if (!reported.has(problem.path)) found.push(problem)
+  }
   problems.push(...found)
   if (found.length > 0) return null
   const manifest = value as Manifest

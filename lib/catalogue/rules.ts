@@ -5,34 +5,45 @@ import { cronProblem } from './schedule.js'
 
 /**
  * The rules of CONTRACT §5 a schema cannot say: they relate fields to each other or to the file
- * name. `id` is the file name without `.json`. Runs only on a manifest that passed the schema.
+ * name. `id` is the file name without `.json`. They run on every manifest object, also one with
+ * schema problems (so one run reports every problem of a file): each rule looks only at fields of
+ * the type it needs and is silent otherwise, since the schema reports those fields already.
  */
 export function ruleProblems(m: Manifest, file: string, id: string): Problem[] {
   const problems: Problem[] = []
   const add = (path: string, message: string): void => {
     problems.push({ file, path, message })
   }
-  if (m.id !== id) add('$.id', `must equal the file name without .json ("${id}")`)
-  if (m.playerCount.min > m.playerCount.max) {
-    add('$.playerCount.min', `must be <= $.playerCount.max (${m.playerCount.min} > ${m.playerCount.max})`)
+  if (typeof m.id === 'string' && m.id !== id) add('$.id', `must equal the file name without .json ("${id}")`)
+  const players = isObject(m.playerCount) ? m.playerCount : undefined
+  if (typeof players?.min === 'number' && typeof players.max === 'number' && players.min > players.max) {
+    add('$.playerCount.min', `must be <= $.playerCount.max (${players.min} > ${players.max})`)
   }
   // Spec 2.1: the playUrl rule depends on the integration type.
-  if (m.integrationType === 'native-component' && m.playUrl !== `/play/${m.id}`) {
-    add('$.playUrl', `must be "/play/${m.id}" for a native-component game`)
+  if (typeof m.playUrl === 'string') {
+    if (m.integrationType === 'native-component' && typeof m.id === 'string' && m.playUrl !== `/play/${m.id}`) {
+      add('$.playUrl', `must be "/play/${m.id}" for a native-component game`)
+    }
+    if (m.integrationType === 'iframe-themeable' && !hasEmbedQuery(m.playUrl)) {
+      add('$.playUrl', 'must carry the query embed=1 for an iframe-themeable game')
+    }
   }
-  if (m.integrationType === 'iframe-themeable' && !hasEmbedQuery(m.playUrl)) {
-    add('$.playUrl', 'must carry the query embed=1 for an iframe-themeable game')
-  }
-  if (!Number.isFinite(Date.parse(m.lastUpdated))) add('$.lastUpdated', 'is not a real date and time')
-  if (m.matchmaking.enabled === false && m.matchmaking.reason === undefined) {
+  if (typeof m.lastUpdated === 'string' && !Number.isFinite(Date.parse(m.lastUpdated))) add('$.lastUpdated', 'is not a real date and time')
+  if (isObject(m.matchmaking) && m.matchmaking.enabled === false && m.matchmaking.reason === undefined) {
     add('$.matchmaking.reason', 'is required when matchmaking.enabled is false')
   }
   if (m.verifiedPlayCapture !== undefined && m.verifiedPlayCapture !== null) {
     problems.push(...schemaProblems(CaptureValidator, m.verifiedPlayCapture, file, '$.verifiedPlayCapture'))
   }
-  duplicates(m.characters?.map((c) => c.id) ?? [], (i, value) => add(`$.characters[${i}].id`, `duplicate id "${value}"`))
-  leaderboardProblems(m, add)
+  const characters: unknown[] = Array.isArray(m.characters) ? m.characters : []
+  const characterIds = characters.map((c) => (isObject(c) && typeof c.id === 'string' ? c.id : undefined))
+  duplicates(characterIds, (i, value) => add(`$.characters[${i}].id`, `duplicate id "${value}"`))
+  if (isObject(m.leaderboards)) leaderboardProblems(m, add)
   return problems
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function hasEmbedQuery(url: string): boolean {
@@ -41,9 +52,11 @@ function hasEmbedQuery(url: string): boolean {
   return new URLSearchParams(url.slice(q + 1).split('#')[0]).getAll('embed').includes('1')
 }
 
-function duplicates(values: string[], report: (index: number, value: string) => void): void {
+/** Report each repeated string; entries that are not strings (a schema problem already) are skipped. */
+function duplicates(values: (string | undefined)[], report: (index: number, value: string) => void): void {
   const seen = new Set<string>()
   values.forEach((value, i) => {
+    if (value === undefined) return
     if (seen.has(value)) report(i, value)
     seen.add(value)
   })
@@ -61,14 +74,17 @@ function leaderboardProblems(m: Manifest, add: (path: string, message: string) =
   }
   if (lb.ids === undefined) add('$.leaderboards.ids', 'is required unless leaderboards.enabled is false')
   if (lb.default === undefined) add('$.leaderboards.default', 'is required unless leaderboards.enabled is false')
-  const ids = lb.ids ?? []
+  const idList: unknown[] = Array.isArray(lb.ids) ? lb.ids : []
+  const ids = idList.map((v) => (typeof v === 'string' ? v : undefined))
   duplicates(ids, (i, value) => add(`$.leaderboards.ids[${i}]`, `duplicate leaderboard id "${value}"`))
-  if (lb.default !== undefined && lb.ids !== undefined && !ids.includes(lb.default)) {
+  const idsKnown = Array.isArray(lb.ids)
+  if (typeof lb.default === 'string' && idsKnown && !ids.includes(lb.default)) {
     add('$.leaderboards.default', `"${lb.default}" is not among leaderboards.ids`)
   }
-  for (const [key, config] of Object.entries(lb.configs ?? {})) {
+  for (const [key, config] of Object.entries(isObject(lb.configs) ? lb.configs : {})) {
     const path = jsonPath('$.leaderboards.configs', key)
-    if (!ids.includes(key)) add(path, `"${key}" is not among leaderboards.ids`)
+    if (idsKnown && !ids.includes(key)) add(path, `"${key}" is not among leaderboards.ids`)
+    if (!isObject(config)) continue
     const schedule = config.resetSchedule
     if (schedule === undefined || schedule === null) continue
     const problem = typeof schedule === 'string' ? cronProblem(schedule) : 'must be a five-field cron expression or null'

@@ -41,6 +41,8 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
   t.equal(closed.code, 1013)
   t.equal(closed.reason, 'terminal connection limit reached')
   t.same(refused.frames, [], 'no frame before the close')
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 2_000, 'the refused connection\'s log line')
+  t.match(bridge.logs.filter((l) => l.event === 'terminal.session'), [{ user: 'dev', pid: null, bytesIn: 0, bytesOut: 0 }], 'the refused connection is logged, without a PTY')
   t.match(await health(), { connections: 2 })
   a.ws.close()
   await until(async () => (await health()).connections === 1, 5_000, 'one connection')

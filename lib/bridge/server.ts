@@ -71,7 +71,14 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
     if (!spent.spend(claims, now)) return refuse(socket, 401, 'ticket already used')
     if (!origins.has(req.headers.origin ?? '')) return refuse(socket, 403, 'origin not allowed')
     wss.handleUpgrade(req, socket, head, (ws) => {
-      if (connections.size >= config.maxConn) return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
+      if (connections.size >= config.maxConn) {
+        // Refused, but a connection all the same: it gets its session line, without a PTY.
+        const startedAt = new Date().toISOString()
+        ws.once('close', () =>
+          log({ event: 'terminal.session', user: claims.username, userId: claims.userId, pid: null, startedAt, endedAt: new Date().toISOString(), bytesIn: 0, bytesOut: 0 }),
+        )
+        return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
+      }
       const done = serveConnection(ws, claims, registry, log)
       connections.set(ws, done)
       ws.once('close', () => connections.delete(ws))

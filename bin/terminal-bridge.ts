@@ -12,7 +12,8 @@ let account: ShellAccount
 try {
   config = loadBridgeConfig()
   account = resolveShellAccount(config)
-  checkDirectories(config)
+  // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
+  if (config.ticketSecret === null) checkDirectories(config, true)
 } catch (err) {
   configFailed(err)
 }

@@ -199,16 +199,13 @@ export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig>
 
 /**
  * The directories a process needs, checked (and DATA_DIR created) before anything reads them, so
- * an unusable path is reported against its own variable: DATA_DIR must be a writable directory,
+ * an unusable path is reported against its own variable: DATA_DIR must be a directory, writable
+ * unless `readOnly` (the bridge only reads a secret the platform generated there), and
  * SCREENSHOTS_DIR a directory when it exists (none simply means no captures yet).
  */
-export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }): void {
+export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, readOnly = false): void {
   ensureDirectory('DATA_DIR', dirs.dataDir)
-  try {
-    accessSync(dirs.dataDir, constants.W_OK)
-  } catch {
-    throw new ConfigError(`DATA_DIR: ${JSON.stringify(dirs.dataDir)} is not writable; expected a directory this user can write`)
-  }
+  if (!readOnly) checkWritable(dirs.dataDir)
   if (dirs.screenshotsDir === undefined) return
   try {
     if (!statSync(dirs.screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} is not a directory; expected a directory path`)
@@ -216,6 +213,14 @@ export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: strin
     if (err instanceof ConfigError) throw err
     const code = (err as NodeJS.ErrnoException).code
     if (code !== 'ENOENT') throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} cannot be read (${code}); expected a directory path`)
+  }
+}
+
+function checkWritable(dataDir: string): void {
+  try {
+    accessSync(dataDir, constants.W_OK)
+  } catch {
+    throw new ConfigError(`DATA_DIR: ${JSON.stringify(dataDir)} is not writable; expected a directory this user can write`)
   }
 }
 

@@ -89,4 +89,10 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
     (err: Error) => err,
   )
   t.equal(bridge.message, `process exited (2) before ready: config: TERMINAL_PORT: ${busyPort} is already in use on 127.0.0.1; expected a free port\n`, 'the bridge too')
+  // The bridge reads the ticket secret from DATA_DIR when the environment has none.
+  const bridgeDir = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { DATA_DIR: '/dev/null/x', TERMINAL_USER: 'nobody' } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.equal(bridgeDir.message, `process exited (2) before ready: config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}\n`, 'the bridge\'s DATA_DIR')
 })

@@ -1,4 +1,4 @@
-import { checkDirectories, ConfigError, listenProblem, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
+import { checkDirectories, checkShell, ConfigError, listenProblem, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
 import { logLine } from '../lib/http/server.js'
 import { loadSecret } from '../lib/secrets.js'
 import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
@@ -12,6 +12,7 @@ let account: ShellAccount
 try {
   config = loadBridgeConfig()
   account = resolveShellAccount(config)
+  checkShell(config.shell)
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, true)
 } catch (err) {

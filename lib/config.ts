@@ -258,3 +258,16 @@ export function listenProblem(err: NodeJS.ErrnoException, hostVar: string, host:
   if (code === 'EACCES') return new ConfigError(`${portVar}: ${port} needs privileges this process lacks (EACCES); expected a port from 1024 up`)
   return new ConfigError(`${hostVar}: ${JSON.stringify(host)} cannot be listened on (${code}); expected an address of this machine, such as 127.0.0.1 or 0.0.0.0`)
 }
+
+/** SHELL must name an executable file: a missing shell is a bad value at start, not a failed `create` later. */
+export function checkShell(shell: string): void {
+  let problem: string | null = null
+  try {
+    const info = statSync(shell)
+    if (!info.isFile()) problem = 'is not a file'
+    else if ((info.mode & 0o111) === 0) problem = 'is not executable'
+  } catch (err) {
+    problem = `cannot be used (${(err as NodeJS.ErrnoException).code ?? 'error'})`
+  }
+  if (problem) throw new ConfigError(`SHELL: ${JSON.stringify(shell)} ${problem}; expected an absolute path to a shell`)
+}

@@ -94,5 +94,10 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
     () => new Error('started'),
     (err: Error) => err,
   )
+  const bridgeShell = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { SHELL: '/nonexistent/shell', TERMINAL_USER: 'nobody' } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.equal(bridgeShell.message, 'process exited (2) before ready: config: SHELL: "/nonexistent/shell" cannot be used (ENOENT); expected an absolute path to a shell\n', 'a missing shell')
   t.equal(bridgeDir.message, `process exited (2) before ready: config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}\n`, 'the bridge\'s DATA_DIR')
 })

@@ -46,25 +46,18 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  let config: Readonly<PlatformConfig>
   try {
-    config = loadPlatformConfig()
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err
-    process.stderr.write(`config: ${err.message}\n`)
-    process.exit(2)
-  }
-  const [command, ...args] = process.argv.slice(2)
-  if (command === 'check') process.exit(await runCheck(config))
-  if (command === 'users') process.exit(await runUsersCommand(config, args))
-  if (command !== undefined) {
-    process.stderr.write(`usage: platform [check | users grant|revoke <username> <role> | users list]\n`)
-    process.exit(64)
-  }
-  try {
+    const config = loadPlatformConfig()
+    const [command, ...args] = process.argv.slice(2)
+    if (command === 'check') process.exit(await runCheck(config))
+    if (command === 'users') process.exit(await runUsersCommand(config, args))
+    if (command !== undefined) {
+      process.stderr.write(`usage: platform [check | users grant|revoke <username> <role> | users list]\n`)
+      process.exit(64)
+    }
     await serve(config)
   } catch (err) {
-    // A directory or listen address that turns out unusable is a bad value too (CONTRACT §1).
+    // A bad variable, and a directory or listen address that turns out unusable (CONTRACT §1).
     if (!(err instanceof ConfigError)) throw err
     process.stderr.write(`config: ${err.message}\n`)
     process.exit(2)

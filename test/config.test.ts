@@ -56,6 +56,13 @@ t.test('a bad environment variable stops the platform: exit 2 and only its line 
     )
   })
   t.strictSame(run, { code: 2, stderr: 'config: PORT: "abc" is invalid; expected an integer from 0 to 65535\n' }, 'check too')
+  const users = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const env = { PATH: process.env.PATH, DATA_DIR: '/dev/null/x' }
+    execFile(path.join(ROOT, 'bin/platform'), ['users', 'list'], { env, cwd: ROOT }, (err, _stdout, stderr) =>
+      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stderr }),
+    )
+  })
+  t.strictSame(users, { code: 2, stderr: 'config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); expected a directory path\n' }, 'users too, on an unusable DATA_DIR')
 })
 
 t.test('an unusable directory or listen address is a bad value too: exit 2 and one line naming its variable', async (t) => {

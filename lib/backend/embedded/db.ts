@@ -1,6 +1,6 @@
-import { accessSync, constants, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
+import { checkDirectories } from '../../config.js'
 
 /** One schema step; applied once, in order of `version`, inside a transaction. */
 export interface Migration {
@@ -14,15 +14,10 @@ const DATABASE_FILE = 'playfield.sqlite'
 
 /**
  * Open (creating) `DATA_DIR/playfield.sqlite` with WAL and foreign keys on, and apply pending
- * migrations. Throws a one-line error when DATA_DIR cannot be written.
+ * migrations. Throws a ConfigError (one line) when DATA_DIR cannot be created or written.
  */
 export function openDatabase(dataDir: string, migrations: readonly Migration[]): Database.Database {
-  try {
-    mkdirSync(dataDir, { recursive: true })
-    accessSync(dataDir, constants.W_OK)
-  } catch (err) {
-    throw new Error(`DATA_DIR ${dataDir} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
-  }
+  checkDirectories({ dataDir })
   const db = new Database(path.join(dataDir, DATABASE_FILE))
   db.pragma('journal_mode = WAL')
   // WAL + NORMAL: a commit is in the WAL file (the OS page cache) before it returns, so an

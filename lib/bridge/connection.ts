@@ -13,6 +13,11 @@ const ACK_LOW = 512 * 1024
 /** Stop reading the client while this much input waits for a shell that does not read. */
 const INPUT_HIGH = 1024 * 1024
 
+/** CONTRACT §6: the one JSON line logged for every connection when it ends (pid null without a PTY). */
+export function sessionLine(claims: TicketClaims, pid: number | null, startedAt: string, bytesIn: number, bytesOut: number): Record<string, unknown> {
+  return { event: 'terminal.session', user: claims.username, userId: claims.userId, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut }
+}
+
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
  * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
@@ -99,7 +104,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
     ws.once('close', () => {
       const ending = terminal ? registry.dispose(terminal) : Promise.resolve()
       terminal = null
-      log({ event: 'terminal.session', user: claims.username, userId: claims.userId, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut })
+      log(sessionLine(claims, pid, startedAt, bytesIn, bytesOut))
       void ending.then(resolve)
     })
   })

@@ -4,7 +4,7 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
 import { SpentTickets, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
-import { serveConnection } from './connection.js'
+import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
 
 /** Frames above 1 MiB close the connection with 1009 (CONTRACT §6). */
@@ -74,9 +74,7 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
       if (connections.size >= config.maxConn) {
         // Refused, but a connection all the same: it gets its session line, without a PTY.
         const startedAt = new Date().toISOString()
-        ws.once('close', () =>
-          log({ event: 'terminal.session', user: claims.username, userId: claims.userId, pid: null, startedAt, endedAt: new Date().toISOString(), bytesIn: 0, bytesOut: 0 }),
-        )
+        ws.once('close', () => log(sessionLine(claims, null, startedAt, 0, 0)))
         return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
       }
       const done = serveConnection(ws, claims, registry, log)

@@ -2,7 +2,7 @@ import type { LeaderboardConfig } from '../backend/backend.js'
 import type { Catalogue, CatalogueLeaderboard, Game } from './catalogue.js'
 import { CaptureValidator, ManifestValidator, type Manifest } from './manifest.js'
 import { schemaProblems, type Problem } from './problems.js'
-import { ruleProblems } from './rules.js'
+import { isObject, ruleProblems } from './rules.js'
 import { configDifference, resolveLeaderboard } from './resolve.js'
 import { Representation } from './serialize.js'
 import { DetailCache, type DetailSource } from './details.js'
@@ -35,7 +35,7 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
   const value = parseJson(input.text, input.file, problems)
   if (value === undefined) return null
   const found = schemaProblems(ManifestValidator, value, input.file)
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+  if (isObject(value)) {
     // A field the schema already reported is not reported again by a rule.
     const reported = new Set(found.map((p) => p.path))
     for (const problem of ruleProblems(value as Manifest, input.file, input.id)) if (!reported.has(problem.path)) found.push(problem)

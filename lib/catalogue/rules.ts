@@ -42,7 +42,8 @@ export function ruleProblems(m: Manifest, file: string, id: string): Problem[] {
   return problems
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+/** A JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 

@@ -1,4 +1,5 @@
-import { checkDirectories, ConfigError, listenProblem, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
+import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
+import { checkDirectories, listenProblem } from '../lib/config-checks.js'
 import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
 import { createBackend } from '../lib/backend/create.js'
 import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'

@@ -1,4 +1,5 @@
-import { checkDirectories, checkShell, ConfigError, listenProblem, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
+import { ConfigError, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
+import { checkDirectories, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logLine } from '../lib/http/server.js'
 import { loadSecret } from '../lib/secrets.js'
 import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'

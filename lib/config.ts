@@ -1,4 +1,3 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
 import { isIP, BlockList } from 'node:net'
 import path from 'node:path'
 import Type from 'typebox'
@@ -195,79 +194,4 @@ export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig>
     user: read(env, 'TERMINAL_USER', USER) ?? null,
     shell: read(env, 'SHELL', SHELL_PATH, '/bin/bash'),
   })
-}
-
-/**
- * The directories a process needs, checked (and DATA_DIR created) before anything reads them, so
- * an unusable path is reported against its own variable: DATA_DIR must be a directory, writable
- * unless `readOnly` (the bridge only reads a secret the platform generated there), and
- * SCREENSHOTS_DIR a directory when it exists (none simply means no captures yet).
- */
-export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, readOnly = false): void {
-  ensureDirectory('DATA_DIR', dirs.dataDir)
-  if (!readOnly) checkWritable(dirs.dataDir)
-  if (dirs.screenshotsDir === undefined) return
-  try {
-    if (!statSync(dirs.screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} is not a directory; expected a directory path`)
-  } catch (err) {
-    if (err instanceof ConfigError) throw err
-    const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT') throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} cannot be read (${code}); expected a directory path`)
-  }
-}
-
-function checkWritable(dataDir: string): void {
-  try {
-    accessSync(dataDir, constants.W_OK)
-  } catch {
-    throw new ConfigError(`DATA_DIR: ${JSON.stringify(dataDir)} is not writable; expected a directory this user can write`)
-  }
-}
-
-/**
- * Create `dir` and its missing parents one level at a time. (mkdirSync's own recursive mode
- * loops without end under a parent that refuses new entries, such as /proc.)
- */
-function ensureDirectory(name: string, dir: string, value = dir): void {
-  const problem = (what: string): ConfigError => new ConfigError(`${name}: ${JSON.stringify(value)} ${what}; expected a directory path`)
-  try {
-    if (statSync(dir).isDirectory()) return
-    throw problem('is not a directory')
-  } catch (err) {
-    if (err instanceof ConfigError) throw err
-    const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT') throw problem(`cannot be used (${code})`)
-  }
-  const parent = path.dirname(dir)
-  if (parent !== dir) ensureDirectory(name, parent, value)
-  try {
-    mkdirSync(dir, { mode: 0o755 })
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'EEXIST') throw problem(`cannot be created (${code})`)
-  }
-}
-
-/**
- * Why `server.listen` failed, as a configuration problem of HOST/PORT (or their TERMINAL_
- * counterparts): the address does not exist on this machine, the port is taken or privileged.
- */
-export function listenProblem(err: NodeJS.ErrnoException, hostVar: string, host: string, portVar: string, port: number): ConfigError {
-  const code = err.code ?? 'error'
-  if (code === 'EADDRINUSE') return new ConfigError(`${portVar}: ${port} is already in use on ${host}; expected a free port`)
-  if (code === 'EACCES') return new ConfigError(`${portVar}: ${port} needs privileges this process lacks (EACCES); expected a port from 1024 up`)
-  return new ConfigError(`${hostVar}: ${JSON.stringify(host)} cannot be listened on (${code}); expected an address of this machine, such as 127.0.0.1 or 0.0.0.0`)
-}
-
-/** SHELL must name an executable file: a missing shell is a bad value at start, not a failed `create` later. */
-export function checkShell(shell: string): void {
-  let problem: string | null = null
-  try {
-    const info = statSync(shell)
-    if (!info.isFile()) problem = 'is not a file'
-    else if ((info.mode & 0o111) === 0) problem = 'is not executable'
-  } catch (err) {
-    problem = `cannot be used (${(err as NodeJS.ErrnoException).code ?? 'error'})`
-  }
-  if (problem) throw new ConfigError(`SHELL: ${JSON.stringify(shell)} ${problem}; expected an absolute path to a shell`)
 }

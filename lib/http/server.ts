@@ -1,6 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomUUID } from 'node:crypto'
-import { isIP, type BlockList } from 'node:net'
+import type { BlockList } from 'node:net'
+import { clientAddress, header } from './client-address.js'
+import { parseTarget, pathnameOf } from './target.js'
 import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
@@ -36,79 +38,6 @@ export function createServer(options: ServerOptions): http.Server {
   server.requestTimeout = REQUEST_TIMEOUT_MS
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
   return server
-}
-
-/** Per connection: the peer's address, or null when the peer is a trusted proxy (then each request says). */
-const peers = new WeakMap<object, ClientAddress | null>()
-
-interface ClientAddress {
-  readonly ip: string
-  readonly proto: 'http' | 'https'
-}
-
-/** The client address: the peer's, unless the peer is a trusted proxy, then the nearest untrusted X-Forwarded-For hop. */
-function clientAddress(req: IncomingMessage, trust: BlockList): ClientAddress {
-  // The peer of a socket never changes: check it against the BlockList once per connection.
-  const socket = req.socket
-  const known = peers.get(socket)
-  if (known) return known
-  let ip = normalize(socket.remoteAddress ?? '')
-  let proto: 'http' | 'https' = 'encrypted' in socket ? 'https' : 'http'
-  if (known === undefined) {
-    const address = isTrusted(ip, trust) ? null : { ip, proto }
-    peers.set(socket, address)
-    if (address) return address
-  }
-  const forwarded = header(req, 'x-forwarded-for')
-  if (forwarded) {
-    const hops = forwarded.split(',').map((s) => normalize(s.trim())).filter((s) => isIP(s) !== 0)
-    for (let i = hops.length - 1; i >= 0; i--) {
-      ip = hops[i]!
-      if (!isTrusted(ip, trust)) break
-    }
-  }
-  const fproto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim()
-  if (fproto === 'https' || fproto === 'http') proto = fproto
-  return { ip, proto }
-}
-
-function normalize(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
-}
-
-function isTrusted(ip: string, trust: BlockList): boolean {
-  const family = isIP(ip)
-  if (family === 0) return false
-  return trust.check(ip, family === 6 ? 'ipv6' : 'ipv4') || (family === 4 && trust.check(`::ffff:${ip}`, 'ipv6'))
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name]
-  return Array.isArray(value) ? value.join(',') : value
-}
-
-const URL_BASE = 'http://platform.invalid'
-/** Paths of characters WHATWG URL parsing keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/|^[]`. */
-const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
-
-/**
- * The path of a request target, as new URL(target).pathname would give it. A path URL parsing
- * would change (dot segments, backslashes, percent escapes, `//`, characters it escapes) goes
- * through new URL; every other path is used as written, which saves a parse per request.
- */
-function pathnameOf(target: string): string {
-  const q = target.indexOf('?')
-  const path = q < 0 ? target : target.slice(0, q)
-  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : parseTarget(target).pathname
-}
-
-/**
- * The request target as a URL. A target starting with `/` is a path, `//evil.example/x` included:
- * new URL(target, base) would read that one as a host and the path `/x`, so the base is prefixed
- * as text. Other targets (absolute URLs, `*`) are resolved against the base.
- */
-function parseTarget(target: string): URL {
-  return target.charCodeAt(0) === 0x2f ? new URL(URL_BASE + target) : new URL(target, URL_BASE)
 }
 
 /**

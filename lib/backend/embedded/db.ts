@@ -1,6 +1,6 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { checkDirectories } from '../../config.js'
+import { checkDirectories } from '../../config-checks.js'
 
 /** One schema step; applied once, in order of `version`, inside a transaction. */
 export interface Migration {

@@ -1,0 +1,51 @@
+import { isIP, type BlockList } from 'node:net'
+import type { IncomingMessage } from 'node:http'
+
+/** Per connection: the peer's address, or null when the peer is a trusted proxy (then each request says). */
+const peers = new WeakMap<object, ClientAddress | null>()
+
+export interface ClientAddress {
+  readonly ip: string
+  readonly proto: 'http' | 'https'
+}
+
+/** The client address: the peer's, unless the peer is a trusted proxy, then the nearest untrusted X-Forwarded-For hop. */
+export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAddress {
+  // The peer of a socket never changes: check it against the BlockList once per connection.
+  const socket = req.socket
+  const known = peers.get(socket)
+  if (known) return known
+  let ip = normalize(socket.remoteAddress ?? '')
+  let proto: 'http' | 'https' = 'encrypted' in socket ? 'https' : 'http'
+  if (known === undefined) {
+    const address = isTrusted(ip, trust) ? null : { ip, proto }
+    peers.set(socket, address)
+    if (address) return address
+  }
+  const forwarded = header(req, 'x-forwarded-for')
+  if (forwarded) {
+    const hops = forwarded.split(',').map((s) => normalize(s.trim())).filter((s) => isIP(s) !== 0)
+    for (let i = hops.length - 1; i >= 0; i--) {
+      ip = hops[i]!
+      if (!isTrusted(ip, trust)) break
+    }
+  }
+  const fproto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim()
+  if (fproto === 'https' || fproto === 'http') proto = fproto
+  return { ip, proto }
+}
+
+function normalize(address: string): string {
+  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
+}
+
+function isTrusted(ip: string, trust: BlockList): boolean {
+  const family = isIP(ip)
+  if (family === 0) return false
+  return trust.check(ip, family === 6 ? 'ipv6' : 'ipv4') || (family === 4 && trust.check(`::ffff:${ip}`, 'ipv6'))
+}
+
+export function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name]
+  return Array.isArray(value) ? value.join(',') : value
+}

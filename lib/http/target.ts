@@ -1,0 +1,25 @@
+// The path of a request target, taken without a URL parse where the parse would change nothing.
+
+const URL_BASE = 'http://platform.invalid'
+/** Paths of characters WHATWG URL parsing keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/|^[]`. */
+const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
+
+/**
+ * The path of a request target, as new URL(target).pathname would give it. A path URL parsing
+ * would change (dot segments, backslashes, percent escapes, `//`, characters it escapes) goes
+ * through new URL; every other path is used as written, which saves a parse per request.
+ */
+export function pathnameOf(target: string): string {
+  const q = target.indexOf('?')
+  const path = q < 0 ? target : target.slice(0, q)
+  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : parseTarget(target).pathname
+}
+
+/**
+ * The request target as a URL. A target starting with `/` is a path, `//evil.example/x` included:
+ * new URL(target, base) would read that one as a host and the path `/x`, so the base is prefixed
+ * as text. Other targets (absolute URLs, `*`) are resolved against the base.
+ */
+export function parseTarget(target: string): URL {
+  return target.charCodeAt(0) === 0x2f ? new URL(URL_BASE + target) : new URL(target, URL_BASE)
+}

@@ -1,5 +1,5 @@
 import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
-import { checkDirectories, listenProblem } from '../lib/config-checks.js'
+import { checkDirectories, checkManifestsDir, listenProblem } from '../lib/config-checks.js'
 import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
 import { createBackend } from '../lib/backend/create.js'
 import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'
@@ -12,6 +12,7 @@ const SHUTDOWN_GRACE_MS = 9_000
 
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   checkDirectories(config)
+  checkManifestsDir(config.manifestsDir)
   const catalogue = await CatalogueHolder.open(config)
   const backend = await createBackend(config)
   await backend.syncLeaderboards([...catalogue.current().leaderboards.values()])
@@ -50,7 +51,10 @@ async function main(): Promise<void> {
   try {
     const config = loadPlatformConfig()
     const [command, ...args] = process.argv.slice(2)
-    if (command === 'check') process.exit(await runCheck(config))
+    if (command === 'check') {
+      checkManifestsDir(config.manifestsDir)
+      process.exit(await runCheck(config))
+    }
     if (command === 'users') process.exit(await runUsersCommand(config, args))
     if (command !== undefined) {
       process.stderr.write(`usage: platform [check | users grant|revoke <username> <role> | users list]\n`)

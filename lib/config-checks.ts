@@ -79,3 +79,16 @@ export function checkShell(shell: string): void {
   }
   if (problem) throw new ConfigError(`SHELL: ${JSON.stringify(shell)} ${problem}; expected an absolute path to a shell`)
 }
+
+/** MANIFESTS_DIR must be a readable directory: a missing one is a bad value (exit 2), not a bad catalogue (exit 1). */
+export function checkManifestsDir(dir: string): void {
+  let problem: string | null = null
+  try {
+    if (!statSync(dir).isDirectory()) problem = 'is not a directory'
+    else accessSync(dir, constants.R_OK | constants.X_OK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error'
+    problem = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code})`
+  }
+  if (problem) throw new ConfigError(`MANIFESTS_DIR: ${JSON.stringify(dir)} ${problem}; expected a directory of game manifests`)
+}

@@ -99,6 +99,10 @@ t.test('register: the password length counts characters (code points), 8 to 256'
     ['257 characters', 'p'.repeat(257)],
     ['empty', ''],
     ['a lone surrogate', 'abcdefg\ud800'],
+    // HMAC pads a short key with zero bytes: this one would then open with "a".
+    ['a and seven NULs', 'a\u0000\u0000\u0000\u0000\u0000\u0000\u0000'],
+    ['a control character', 'abcdefgh\u001b'],
+    ['DEL', 'abcdefgh\u007f'],
   ]
   for (const [label, password] of bad) {
     await expectError(t, await client().post('/api/auth/register', { username: `bad${nextAddress}`, password }), 400, 'VALIDATION_FAILED', label)
@@ -165,6 +169,16 @@ t.test('login: a pair no account can have is a wrong credential (401), not a hin
   await expectError(t, await c.post('/api/auth/login', { username: '__proto__', password: 'the password' }), 401, 'INVALID_CREDENTIALS', '__proto__ as the name')
   await expectError(t, await c.post('/api/auth/login', { username: 'LoginUser\u0000', password: 'the password' }), 401, 'INVALID_CREDENTIALS', 'a control character')
   t.equal(sessionOf(c), undefined)
+})
+
+t.test('login: the right password plus trailing NULs or other control characters is a wrong password', async (t) => {
+  await signUp(t, client(), 'NulUser', 'password123')
+  const c = client()
+  for (const password of ['password123\u0000', 'password123\u0000\u0000\u0000', 'password123\n', 'password123\u007f']) {
+    await expectError(t, await c.post('/api/auth/login', { username: 'NulUser', password }), 401, 'INVALID_CREDENTIALS', JSON.stringify(password))
+  }
+  t.equal(sessionOf(c), undefined)
+  t.equal((await c.post('/api/auth/login', { username: 'NulUser', password: 'password123' })).status, 200, 'the password itself still signs in')
 })
 
 t.test('GET /api/auth/session without a session is 401 NO_SESSION', async (t) => {

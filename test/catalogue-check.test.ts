@@ -115,11 +115,11 @@ t.test('a file that is not JSON names the parser error', async (t) => {
   t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
 })
 
-t.test('a missing manifests directory is one problem line', async (t) => {
+t.test('a missing manifests directory is a bad MANIFESTS_DIR: exit 2 and its one config line, not a catalogue problem', async (t) => {
   const dir = path.join(tempDir(), 'nowhere')
   const run = await check(dir)
-  t.equal(run.code, 1)
-  t.equal(run.stderr, `${dir}: $: cannot read the manifests (ENOENT)\n`)
+  t.equal(run.code, 2)
+  t.equal(run.stderr, `config: MANIFESTS_DIR: ${JSON.stringify(dir)} does not exist; expected a directory of game manifests\n`)
 })
 
 t.test('two games may share a leaderboard id when its resolved config is the same', async (t) => {

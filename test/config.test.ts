@@ -83,6 +83,8 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
     [{ DATA_DIR: '/proc/playfield-nowhere/data' }, `DATA_DIR: "/proc/playfield-nowhere/data" cannot be created (ENOENT); ${expected}`, 'under a parent that refuses entries: no endless mkdir'],
     [{ SCREENSHOTS_DIR: '/dev/null/x' }, `SCREENSHOTS_DIR: "/dev/null/x" cannot be read (ENOTDIR); ${expected}`],
     [{ SCREENSHOTS_DIR: file }, `SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
+    [{ MANIFESTS_DIR: '/nonexistent/manifests' }, 'MANIFESTS_DIR: "/nonexistent/manifests" does not exist; expected a directory of game manifests'],
+    [{ MANIFESTS_DIR: file }, `MANIFESTS_DIR: ${JSON.stringify(file)} is not a directory; expected a directory of game manifests`],
   ]
   for (const [env, line, label] of cases) {
     const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)

@@ -5,7 +5,7 @@ import Type from 'typebox'
 import { Compile } from 'typebox/compile'
 import { Router } from '../lib/http/router.js'
 import { createServer, closeGracefully } from '../lib/http/server.js'
-import { readBody } from '../lib/http/body.js'
+import { readBody, readJson } from '../lib/http/body.js'
 import { json, html } from '../lib/http/reply.js'
 import { HttpError } from '../lib/http/errors.js'
 import { rawRequest, type RawResponse } from './helpers/raw-http.js'
@@ -19,6 +19,8 @@ const router = new Router()
   .add('GET', '/api/thing', ({ res }) => json(res, 200, { success: true }))
   .add('POST', '/api/things', async ({ req, res }) => json(res, 200, { success: true, got: await readBody(req, NameBody) }))
   .add('PUT', '/api/things', ({ res }) => json(res, 200, { success: true }))
+  .add('POST', '/api/any-json', async ({ req, res }) => json(res, 200, { success: true, got: await readJson(req) }))
+  .add('POST', '/api/optional', async ({ req, res }) => json(res, 200, { success: true, got: (await readJson(req, true)) ?? null }))
   .add('GET', '/api/boom', () => {
     throw new Error('database password is hunter2')
   })
@@ -139,6 +141,65 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
   const details = (body(invalid) as { details: { path: string; message: string }[] }).details
   t.ok(details.some((d) => d.path === '/name'), 'details name the bad field')
   for (const d of details) t.strictSame(Object.keys(d).sort(), ['message', 'path'])
+})
+
+t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another charset 415, empty parameters pass', async (t) => {
+  // Two different invalid bytes must not both become U+FFFD and pass as the same text.
+  for (const byte of [0xff, 0xfe, 0xe9]) {
+    const bad = await post('/api/things', Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([byte]), Buffer.from('"}')]))
+    t.equal(bad.status, 400, `byte 0x${byte.toString(16)}`)
+    t.strictSame(body(bad), { error: 'body is not valid UTF-8', code: 'INVALID_JSON' })
+  }
+  const latin1 = await post('/api/things', '{"name":"kit"}', { 'content-type': 'application/json; charset=latin1' })
+  t.equal(latin1.status, 415)
+  t.strictSame(body(latin1), { error: 'a JSON body must be UTF-8 (charset=utf-8 or none)', code: 'UNSUPPORTED_MEDIA_TYPE' })
+  for (const type of ['application/json; charset=UTF-8', 'application/json;', 'application/json ; ', 'Application/JSON;; charset="utf-8"']) {
+    const ok = await post('/api/things', '{"name":"café"}', { 'content-type': type })
+    t.equal(ok.status, 200, type)
+    t.strictSame(body(ok), { success: true, got: { name: 'café' } })
+  }
+  const other = await post('/api/things', '{"name":"kit"}', { 'content-type': 'application/json-patch+json' })
+  t.equal(other.status, 415, 'another JSON media type')
+})
+
+t.test('an optional body: none, an empty chunked one without a type, or JSON; anything else is refused', async (t) => {
+  const none = await rawRequest(base, 'POST', '/api/optional', { 'content-length': '0' })
+  t.strictSame([none.status, body(none)], [200, { success: true, got: null }])
+  const emptyChunked = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked' }, '')
+  t.strictSame([emptyChunked.status, body(emptyChunked)], [200, { success: true, got: null }], 'empty chunked body, no Content-Type')
+  const chunkedJson = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked', 'content-type': 'application/json' }, '{"a":1}')
+  t.strictSame([chunkedJson.status, body(chunkedJson)], [200, { success: true, got: { a: 1 } }])
+  const chunkedText = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked', 'content-type': 'text/plain' }, 'a=1')
+  t.strictSame([chunkedText.status, body(chunkedText)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }])
+  const untyped = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked' }, '{"a":1}')
+  t.equal(untyped.status, 415, 'a non-empty body still needs its type')
+})
+
+t.test('numbers JSON.parse would change are refused with 400 VALIDATION_FAILED; exact ones pass as written', async (t) => {
+  const refused = ['9007199254740990.5', '1e-400', '1.0000000000000001', '1e400', '-1e400', '12345678901234567890', '9007199254740992', '-9007199254740993']
+  for (const n of refused) {
+    for (const text of [`{"n":${n}}`, `{"m":{"deep":[1,${n}]}}`]) {
+      const res = await post('/api/any-json', text)
+      t.equal(res.status, 400, text)
+      t.strictSame(body(res), { error: `the number ${n} cannot be kept exactly`, code: 'VALIDATION_FAILED' }, text)
+    }
+  }
+  const kept: [string, unknown][] = [
+    ['{"n":2.0}', { n: 2 }],
+    ['{"n":1e2}', { n: 100 }],
+    ['{"n":1.5e1}', { n: 15 }],
+    ['{"n":0.1}', { n: 0.1 }],
+    ['{"n":-0.25e-3}', { n: -0.00025 }],
+    ['{"n":9007199254740991}', { n: 9007199254740991 }],
+    ['{"n":-9007199254740991}', { n: -9007199254740991 }],
+    ['{"n":0.000}', { n: 0 }],
+    // Numbers inside strings are text, escaped quotes and backslashes included.
+    [JSON.stringify({ s: '1e400 and 9007199254740990.5', e: '\\"1e400 \\' }), { s: '1e400 and 9007199254740990.5', e: '\\"1e400 \\' }],
+  ]
+  for (const [text, got] of kept) {
+    const res = await post('/api/any-json', text)
+    t.strictSame([res.status, body(res)], [200, { success: true, got }], text)
+  }
 })
 
 t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real one only in the log', async (t) => {

@@ -143,6 +143,12 @@ t.test('bad submissions answer the contract error and change nothing', async (t)
     ['score 2^53', { leaderboardId: board, score: 2 ** 53 }, 400, 'VALIDATION_FAILED'],
     ['score 1e300', `{"leaderboardId":"${board}","score":1e300}`, 400, 'VALIDATION_FAILED'],
     ['score NaN literal', `{"leaderboardId":"${board}","score":NaN}`, 400, 'INVALID_JSON'],
+    // JSON.parse would round these to integers the client never sent (to 9007199254740990, 0, 60).
+    ['score a fraction that reads as an integer', `{"leaderboardId":"${board}","score":9007199254740990.5}`, 400, 'VALIDATION_FAILED'],
+    ['score 1e-400', `{"leaderboardId":"${board}","score":1e-400}`, 400, 'VALIDATION_FAILED'],
+    ['subscore 60.00000000000001', `{"leaderboardId":"${board}","score":60,"subscore":60.000000000000001}`, 400, 'VALIDATION_FAILED'],
+    ['metadata 1e400 (would be stored as null)', `{"leaderboardId":"${board}","score":60,"metadata":{"x":1e400}}`, 400, 'VALIDATION_FAILED'],
+    ['metadata integer beyond 2^53 (would lose digits)', `{"leaderboardId":"${board}","score":60,"metadata":{"id":12345678901234567890}}`, 400, 'VALIDATION_FAILED'],
     ['fractional subscore', { leaderboardId: board, score: 60, subscore: 0.5 }, 400, 'VALIDATION_FAILED'],
     ['negative subscore', { leaderboardId: board, score: 60, subscore: -1 }, 400, 'VALIDATION_FAILED'],
     ['subscore beyond 2^53-1', `{"leaderboardId":"${board}","score":60,"subscore":9007199254740993}`, 400, 'VALIDATION_FAILED'],

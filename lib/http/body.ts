@@ -60,30 +60,100 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
+ * Why the request's Content-Type is not JSON in UTF-8, or null when it is: `application/json`,
+ * with no charset or charset=utf-8 (JSON text is UTF-8, RFC 8259 §8.1; a Latin-1 body would be
+ * read wrongly). Empty parameters, as in `application/json;`, are allowed (RFC 9110 §5.6.6).
+ */
+function jsonTypeProblem(req: IncomingMessage): string | null {
+  const header = req.headers['content-type']
+  let parsed: contentType.ParsedMediaType | null = null
+  try {
+    if (header !== undefined) parsed = contentType.parse(header.replace(/(\s*;)+\s*$/, '').replace(/;(\s*;)+/g, ';'))
+  } catch {
+    parsed = null
+  }
+  if (parsed?.type !== 'application/json') return 'body must be application/json'
+  const charset = parsed.parameters.charset?.toLowerCase()
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? null : 'a JSON body must be UTF-8 (charset=utf-8 or none)'
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
  * Read a JSON body. An empty body gives `undefined` when `optional`; otherwise the body must be
- * `application/json` (415) and parse (400 INVALID_JSON).
+ * `application/json` in UTF-8 (415), valid UTF-8 and JSON (400 INVALID_JSON), and hold no number
+ * that JSON.parse would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
 export async function readJson(req: IncomingMessage, optional = false): Promise<unknown> {
   if (optional && !hasBody(req)) {
     await readRaw(req)
     return undefined
   }
-  let type: string
-  try {
-    type = contentType.parse(req).type
-  } catch {
-    type = ''
+  // A chunked body may still turn out empty: read it before asking what it is.
+  const chunked = req.headers['content-length'] === undefined
+  let raw: Buffer | undefined
+  if (optional && chunked) {
+    raw = await readRaw(req)
+    if (raw.length === 0) return undefined
   }
-  if (type !== 'application/json') {
-    throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'body must be application/json')
-  }
-  const raw = await readRaw(req)
+  const problem = jsonTypeProblem(req)
+  if (problem) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', problem)
+  raw ??= await readRaw(req)
   if (optional && raw.length === 0) return undefined
+  let text: string
   try {
-    return JSON.parse(raw.toString('utf8'))
+    text = utf8.decode(raw)
+  } catch {
+    throw new HttpError(400, 'INVALID_JSON', 'body is not valid UTF-8')
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
   } catch {
     throw new HttpError(400, 'INVALID_JSON', 'body is not valid JSON')
   }
+  checkNumbers(text)
+  return value
+}
+
+/** A JSON number: sign, integer digits, fraction digits, exponent. */
+const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/y
+
+/**
+ * Refuse numbers JSON.parse would change without a word: one that is not an integer but reads as
+ * one (`9007199254740990.5`, `1e-400`, `1.0000000000000001`: an integer field would take a value
+ * the client never sent), one too large for a double (`1e400` becomes Infinity, stored as null),
+ * and an integer beyond 2^53 (it comes back as a neighbour). Other fractions (0.1) are kept as
+ * JSON.parse reads them. The text has parsed, so a scan that skips strings sees every number.
+ */
+function checkNumbers(text: string): void {
+  if (!/[.eE]|\d{16}/.test(text)) return
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      // Skip a string, escapes included.
+      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      NUMBER.lastIndex = i
+      const m = NUMBER.exec(text)!
+      const token = m[0]
+      const value = Number(token)
+      if (!Number.isFinite(value) || (Number.isInteger(value) && (!isIntegerText(m[1]!, m[2] ?? '', Number(m[3] ?? 0)) || Math.abs(value) > Number.MAX_SAFE_INTEGER))) {
+        throw new HttpError(400, 'VALIDATION_FAILED', `the number ${token.length > 40 ? `${token.slice(0, 40)}…` : token} cannot be kept exactly`)
+      }
+      i += token.length - 1
+    }
+  }
+}
+
+/** Whether digits `int`.`frac` times 10^exp is a whole number. */
+function isIntegerText(int: string, frac: string, exp: number): boolean {
+  const digits = (int + frac).replace(/^0+/, '')
+  if (digits === '' || /^0*$/.test(digits)) return true
+  const significant = digits.replace(/0+$/, '')
+  // The decimal point sits after this many of `digits`; everything significant must lie before it.
+  const point = digits.length - frac.length + exp
+  return significant.length <= point
 }
 
 /** Check `value` against a compiled schema; 400 VALIDATION_FAILED with `details` on failure. */

@@ -4,7 +4,7 @@ import { HttpError, rateLimited } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
-import { EmptyBody, LoginBody, RegisterBody } from './schemas.js'
+import { EmptyBody, isPasswordText, LoginBody, RegisterBody } from './schemas.js'
 import { requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
@@ -52,6 +52,8 @@ export function authRoutes(router: Router, app: App): void {
   router.add('POST', '/api/auth/login', (ctx) =>
     signIn(ctx, async () => {
       const { username, password } = await readBody(ctx.req, LoginBody)
+      // No account can have such a password (register refuses it): a wrong credential, counted.
+      if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
       return app.backend.login(username, password)
     }),
   )

@@ -6,9 +6,22 @@ import { Compile } from 'typebox/compile'
 // fixes the length too, and minLength/maxLength make the error message say so.
 const Username = Type.String({ minLength: 3, maxLength: 24, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{2,23}$' })
 
-// CONTRACT §2: 8-256 characters, counted as code points (TypeBox counts them so). Lone UTF-16
-// surrogates are refused: they are not characters, and UTF-8 would turn them all into U+FFFD.
-const Password = Type.String({ minLength: 8, maxLength: 256, pattern: '^[^\\uD800-\\uDFFF]*$' })
+/**
+ * What a password may hold: no lone UTF-16 surrogates (they are not characters, and UTF-8 would
+ * turn them all into U+FFFD) and no control characters. NUL matters most: scrypt keys HMAC with
+ * the password, and HMAC pads a short key with zero bytes, so "a" plus seven NULs would pass the
+ * 8-character rule and then open with "a", and "password123\0" would open "password123".
+ */
+const PASSWORD_TEXT = '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]*$'
+const PASSWORD_RE = new RegExp(PASSWORD_TEXT)
+
+/** Whether a password holds only characters a password may have (login answers 401 otherwise). */
+export function isPasswordText(password: string): boolean {
+  return PASSWORD_RE.test(password)
+}
+
+// CONTRACT §2: 8-256 characters, counted as code points (TypeBox counts them so).
+const Password = Type.String({ minLength: 8, maxLength: 256, pattern: PASSWORD_TEXT })
 
 /** `POST /api/auth/register`: `{username, password}` under the rules above, nothing else. */
 export const RegisterBody = Compile(Type.Object({ username: Username, password: Password }, { additionalProperties: false }))

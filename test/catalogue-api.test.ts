@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { Cron } from 'croner'
-import { ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { Client, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { rawRequest, type RawResponse } from './helpers/raw-http.js'
 
 const MANIFESTS = path.join(ROOT, 'manifests')
@@ -192,6 +192,38 @@ t.test('CORS: an allowed origin gets its headers, a foreign one is answered with
   t.equal(foreign.status, 200)
   t.equal(foreign.headers['access-control-allow-origin'], undefined)
   t.equal(foreign.headers['vary'], 'Origin, Accept-Encoding')
+})
+
+t.test('the capture address of imageUrl (spec 4 rule 6) serves the latest capture to a signed-in user', async (t) => {
+  const address = '/api/developer/games/marble-maze-lab/capture'
+  const anonymous = await rawRequest(platform.url, 'GET', `${address}?asset=image&v=1`)
+  t.strictSame([anonymous.status, json(anonymous)], [401, { error: 'no session', code: 'NO_SESSION' }], 'not public (CONTRACT §2)')
+  const c = new Client(platform.url)
+  t.equal((await c.post('/api/auth/guest')).status, 200)
+  const image = await c.get(`${address}?asset=image&v=1759413911`)
+  t.equal(image.status, 200)
+  t.equal(image.headers.get('content-type'), 'image/png')
+  t.equal(image.headers.get('x-content-type-options'), 'nosniff')
+  t.same(Buffer.from(await image.arrayBuffer()), png)
+  const revalidated = await c.get(`${address}?asset=image&v=1759413911`, { 'if-none-match': image.headers.get('etag')! })
+  t.equal(revalidated.status, 304)
+  for (const query of ['?asset=metadata', '']) {
+    const meta = await c.get(`${address}${query}`)
+    t.equal(meta.status, 200, query || 'no asset')
+    t.strictSame(await meta.json(), capture)
+  }
+  const errors: [string, number, string][] = [
+    ['/api/developer/games/marble-maze-lab/capture?asset=video', 400, 'VALIDATION_FAILED'],
+    ['/api/developer/games/no-such-game/capture?asset=image', 404, 'GAME_NOT_FOUND'],
+    ['/api/developer/games/lantern-drift/capture?asset=image', 404, 'NOT_FOUND'],
+    ['/api/developer/games/..%2F..%2Fetc/capture?asset=image', 404, 'GAME_NOT_FOUND'],
+  ]
+  for (const [target, status, code] of errors) {
+    const res = await c.get(target)
+    t.equal(res.status, status, target)
+    t.match(await res.json(), { code }, target)
+    t.match(res.headers.get('content-type'), /^application\/json/, `${target}: JSON under /api/`)
+  }
 })
 
 t.test('/screenshots/ serves SCREENSHOTS_DIR with its types, and nothing outside it', async (t) => {

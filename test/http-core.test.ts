@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import { BlockList } from 'node:net'
 import Type from 'typebox'
 import { Compile } from 'typebox/compile'
@@ -200,6 +200,47 @@ t.test('numbers JSON.parse would change are refused with 400 VALIDATION_FAILED; 
     const res = await post('/api/any-json', text)
     t.strictSame([res.status, body(res)], [200, { success: true, got }], text)
   }
+})
+
+/** Bytes as written to a fresh connection; resolves with everything the server sends until it closes. */
+function rawExchange(bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => socket.write(bytes))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d)).on('close', () => resolve(got)).on('error', reject)
+  })
+}
+
+t.test('requests the HTTP parser refuses still get the contract error body, a request id and a closed connection', async (t) => {
+  const cases: [string, string, number, string][] = [
+    ['a URL past the 16 KiB header limit', `GET /api/thing?${'x'.repeat(20_000)} HTTP/1.1\r\nHost: a\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+    ['two different Content-Lengths', 'POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}', 400, 'BAD_REQUEST'],
+    ['not HTTP at all', 'HELLO THERE\r\n\r\n', 400, 'BAD_REQUEST'],
+  ]
+  for (const [label, bytes, status, code] of cases) {
+    const from = logs.length
+    const answer = await rawExchange(bytes)
+    const [head, body] = answer.split('\r\n\r\n')
+    t.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), `${label}: status`)
+    t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i, `${label}: JSON`)
+    t.match(head, /\r\nconnection: close/i, `${label}: the connection closes`)
+    const id = /\r\nx-request-id: ([0-9a-f-]+)/i.exec(head!)?.[1]
+    t.match(id, UUID, `${label}: a request id`)
+    t.strictSame(Object.keys(JSON.parse(body!)).sort(), ['code', 'error'], `${label}: the contract's body`)
+    t.equal(JSON.parse(body!).code, code, label)
+    t.match(logs.slice(from).find((e) => e.event === 'http.client_error'), { id, status }, `${label}: logged with its id`)
+  }
+  const after = await rawRequest(base, 'GET', '/api/thing')
+  t.equal(after.status, 200, 'the server goes on serving')
+})
+
+t.test('a client that sends its headers too slowly gets 408 REQUEST_TIMEOUT after 10 s, not at the next 30 s check', async (t) => {
+  const started = Date.now()
+  const answer = await rawExchange('GET /api/thing HTTP/1.1\r\nHost: a\r\n')
+  const seconds = (Date.now() - started) / 1000
+  t.match(answer, /^HTTP\/1\.1 408 /)
+  t.match(answer, /\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
+  t.ok(seconds >= 9.5 && seconds < 20, `answered after ${seconds.toFixed(1)} s`)
 })
 
 t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real one only in the log', async (t) => {

@@ -118,7 +118,8 @@ t.test('leaderboards: created at start, written on one instance, read on the oth
 t.test('bad submissions change nothing in Nakama; launches are recorded there', onFake, async (t) => {
   const { client, id } = await register(a, name('bad'))
   await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 100, metadata: { k: 1 } })
-  const stored = () => JSON.stringify(fake!.state.leaderboards.list('fx-best-desc', [id], undefined, '', 0, Date.now()).ownerRecords)
+  // Scores are BIGINT in the fake, as in Nakama's table.
+  const stored = () => JSON.stringify(fake!.state.leaderboards.list('fx-best-desc', [id], undefined, '', 0, Date.now()).ownerRecords, (_, v: unknown) => typeof v === 'bigint' ? `${v}n` : v)
   const before = stored()
   for (const body of [{ leaderboardId: 'fx-best-desc', score: -1 }, { leaderboardId: 'fx-best-desc', score: 1.5 }, { leaderboardId: 'nope', score: 1 }, { leaderboardId: 'fx-best-desc', score: 200, metadata: [] }]) {
     t.ok([400, 404].includes((await client.post('/api/leaderboards/submit', body)).status), JSON.stringify(body))

@@ -131,6 +131,49 @@ t.test('bad submissions change nothing in Nakama; launches are recorded there', 
   t.match(JSON.parse(object!.value), { gameId: 'fixture-boards', time: Number })
 })
 
+t.test("a user's own backend token can neither call the module's RPCs nor rename itself through Nakama", async (t) => {
+  const { client, id } = await register(a, name('evil'))
+  const { token } = await json(await client.get('/api/auth/backend-token'))
+  const rpcAs = (rpcId: string, payload: unknown) => fetch(`${nakama.url}/v2/rpc/${rpcId}?unwrap`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(payload),
+  })
+  const attacks: Array<[string, unknown]> = [
+    ['playfield_set_role', { username: name('evil'), role: 'admin', grant: true }],
+    ['playfield_write_record', { leaderboardId: 'fx-best-desc', ownerId: id, username: name('evil'), score: Date.now() * 4, subscore: 0, operator: 'best' }],
+    ['playfield_rename', { userId: id, username: name('evil_renamed'), rule: { capacity: 1000, refill: 1000, intervalMs: 1 }, now: Date.now() }],
+  ]
+  for (const [rpcId, payload] of attacks) {
+    const res = await rpcAs(rpcId, payload)
+    t.equal(res.status, 403, rpcId)
+    t.match(await res.json(), { code: 7, message: 'playfield RPCs are server-to-server: call them with the runtime HTTP key' }, rpcId)
+  }
+  const put = (body: unknown) => fetch(`${nakama.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) })
+  const renamed = await put({ username: name('evil2') })
+  t.equal(renamed.status, 403, 'PUT /v2/account with a new username')
+  t.same(await renamed.json(), { code: 7, message: 'usernames change only through the platform (PUT /api/user/username)' })
+  t.same((await json(await client.get('/api/auth/session'))).user, { id, username: name('evil'), roles: [] }, 'no role, the same name')
+  t.equal((await json(await client.get('/api/leaderboards/fx-best-desc?limit=1'))).ownRecord, null, 'no record written')
+  t.equal((await put({ display_name: 'Evil' })).status, 200, 'other account fields still change')
+  const account = await (await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${token}` } })).json() as { user: Record<string, unknown> }
+  t.match(account.user, { username: name('evil'), display_name: 'Evil' })
+})
+
+t.test('DEV_ACCESS_USERS names match exactly on Nakama, where ALICE and alice are two accounts', async (t) => {
+  const p = await startPlatform({ env: { ...env, DEV_ACCESS_USERS: name('Gate') } })
+  t.teardown(() => p.stop())
+  const listed = await register(p, name('Gate'))
+  const other = await register(p, name('GATE'))
+  t.not(other.id, listed.id)
+  const ticket = (c: Client) => c.post('/dev/terminal/ticket')
+  const refused = await ticket(other.client)
+  t.equal(refused.status, 403, 'another case of a listed name is another account')
+  t.match(await refused.json(), { code: 'FORBIDDEN' })
+  t.equal((await other.client.get('/dev/terminal')).status, 403)
+  const admitted = await ticket(listed.client)
+  t.equal(admitted.status, 200, 'the listed name, exactly')
+  t.match(await admitted.json(), { success: true, ticket: String })
+})
+
 t.test('bin/platform users grant works on Nakama at once (exact names)', async (t) => {
   const { client, id } = await register(a, name('Dev'))
   const users = (...args: string[]) => new Promise<{ code: number | null; out: string }>((resolve) => {
@@ -161,6 +204,14 @@ t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
   }
   t.ok(p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)), 'created on reload')
   if (fake) t.match(fake.state.leaderboards.boards.get(board), { operator: 'incr', sortOrder: 'desc', enableRanks: true })
+
+  // Nakama never changes an existing board; a new reset schedule is reported like other settings.
+  const rescheduled = { ...extra, leaderboards: { ...extra.leaderboards, configs: { [board]: { type: 'wins', resetSchedule: '30 6 * * *' } } } }
+  writeFileSync(path.join(dir, 'fixture-extra.json'), JSON.stringify(rescheduled))
+  const differing = () => p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.differing as string[]).includes(board))
+  p.child.kill('SIGHUP')
+  for (let i = 0; i < 100 && !differing(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(differing(), 'a changed reset schedule is logged as differing')
 })
 
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; recovery when it returns', onFake, async (t) => {

@@ -41,7 +41,9 @@ export class NakamaLeaderboards implements LeaderboardPart {
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err
       logLine({ event: 'nakama.leaderboards_pending', retryInMs: SYNC_RETRY_MS })
-      this.#retry = setTimeout(() => void this.syncLeaderboards(boards).catch(() => undefined), SYNC_RETRY_MS).unref()
+      this.#retry = setTimeout(() => {
+        this.syncLeaderboards(boards).catch((again: unknown) => logLine({ event: 'nakama.leaderboards_failed', error: again instanceof Error ? again.message : String(again) }))
+      }, SYNC_RETRY_MS).unref()
     }
   }
 

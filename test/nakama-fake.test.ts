@@ -1,5 +1,7 @@
 import t from 'tap'
 import { httpStatus } from './fake-nakama/errors.js'
+import { loadRuntime } from './fake-nakama/runtime.js'
+import { FakeState } from './fake-nakama/state.js'
 import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
 
 // The fake Nakama itself holds to nakama-api.md for the calls the backend makes, so tests against
@@ -73,7 +75,8 @@ t.test('tokens, refresh and logout follow Nakama (same tid, not single use, in-m
 
 t.test('PUT /v2/account: a taken name is 400 code 3, with the message of each version', async (t) => {
   for (const version of ['3.18', '3.40'] as const) {
-    const fake = await startFakeNakama({ version })
+    // Nakama's own behaviour: without the playfield module, whose hook refuses renames here.
+    const fake = await startFakeNakama({ version, module: null })
     t.teardown(() => fake.close())
     await post(fake, '/v2/account/authenticate/custom?username=carol', { id: 'custom-carol' }, basic(fake.serverKey))
     const s = await (await post(fake, '/v2/account/authenticate/custom?username=dave', { id: 'custom-dave' }, basic(fake.serverKey))).json() as { token: string }
@@ -172,4 +175,37 @@ t.test('authentication errors: a non-Basic header is an invalid server key; the 
   const res = await fetch(`${fake.url}/v2/account`, { headers: { authorization: 'Token abc' } })
   t.same(await res.json(), { code: 16, message: 'Auth token invalid' }, 'a session route: a header that is no Bearer token is invalid')
   t.same(await (await fetch(`${fake.url}/v2/account`)).json(), { code: 16, message: 'Auth token required' })
+})
+
+t.test("UpdateAccount before-hook: Nakama's request shape, null disables the call, a returned request replaces it", async (t) => {
+  const module = `function InitModule(ctx, logger, nk, initializer) { initializer.registerBeforeUpdateAccount(beforeUpdate) }
+function beforeUpdate(ctx, logger, nk, data) {
+  seen.push({ ctx: { userId: ctx.userId, username: ctx.username, executionMode: ctx.executionMode }, data: JSON.parse(JSON.stringify(data)) });
+  if (data.location === 'nowhere') return null;
+  if (data.location === 'bad') return { displayName: 42 };
+  if (data.location === 'throw') throw new Error('boom');
+  data.displayName = data.displayName && data.displayName.toUpperCase();
+  return data;
+}
+var seen = [];`
+  const fake = await startFakeNakama({ module })
+  t.teardown(() => fake.close())
+  t.throws(() => loadRuntime(new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now),
+    'function InitModule(ctx, logger, nk, initializer) { initializer.registerBeforeUpdateAccount(function (c, l, n, d) { return d }) }'), /top-level named function/)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=jo', { id: 'custom-jo-0001' }, basic(fake.serverKey))).json() as { token: string }
+  const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${s.token}` }, body: JSON.stringify(body) })
+  t.equal((await put({ display_name: 'jo jo' })).status, 200)
+  t.same(JSON.parse(JSON.stringify(fake.runtime.scope.seen[0])), {
+    ctx: { userId: claims(s.token).uid, username: 'jo', executionMode: 'before' },
+    data: { username: null, displayName: 'jo jo', avatarUrl: null, langTag: null, location: null, timezone: null },
+  }, 'lowerCamelCase names, every field present, unset ones null')
+  t.equal(fake.state.byUsername('jo')!.displayName, 'JO JO', 'the returned request is the one applied')
+  let res = await put({ location: 'nowhere', username: 'jo2' })
+  t.equal(res.status, 404)
+  t.same(await res.json(), { code: 5, message: 'Requested resource was not found.' })
+  res = await put({ location: 'bad' })
+  t.same([res.status, await res.json()], [500, { code: 13, message: 'Could not complete runtime Before function.' }])
+  res = await put({ location: 'throw' })
+  t.equal(res.status, 500, 'an uncaught exception is Internal')
+  t.equal(fake.state.byUsername('jo')!.username, 'jo', 'nothing applied')
 })

@@ -1,8 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { FakeError } from './errors.js'
-import { int64Of, parseKeepingNumbers, positions } from './json.js'
-import type { StoredRecord } from './leaderboards.js'
-import { jsonbText } from './leaderboards.js'
+import { listRecords, writeRecord } from './rest-leaderboards.js'
 import { invokeBeforeHook, invokeRpc, type Runtime } from './runtime.js'
 import { signToken, verifyToken, type Claims } from './jwt.js'
 import type { FakeState, User } from './state.js'
@@ -46,12 +44,6 @@ function parse(body: string): Record<string, unknown> {
   }
 }
 
-/** A query parameter of an integer field, as grpc-gateway parses it (strconv). */
-function queryInt(value: string, type: string): number {
-  if (!/^-?[0-9]+$/.test(value)) throw new FakeError(3, `strconv.Parse${type}: parsing ${JSON.stringify(value)}: invalid syntax`)
-  return Number(value)
-}
-
 /**
  * UpdateAccountRequest from JSON, as protojson reads it: either name style, a wrapper takes a
  * string or null (unset), unknown fields are dropped. Null when a value is not a string or null.
@@ -67,25 +59,6 @@ function accountUpdate(body: Record<string, unknown>): AccountUpdate | null {
   return out
 }
 
-/** A LeaderboardRecord as the gateway writes it: int64 as strings, zero values left out. */
-function restRecord(r: StoredRecord & { rank: number }) {
-  const out: Record<string, unknown> = { leaderboard_id: r.leaderboardId, owner_id: r.ownerId }
-  if (r.username) out.username = r.username
-  if (r.score) out.score = r.score.toString()
-  if (r.subscore) out.subscore = r.subscore.toString()
-  out.num_score = r.numScore
-  out.metadata = r.metadata
-  out.create_time = new Date(r.createTime * 1000).toISOString().replace('.000Z', 'Z')
-  out.update_time = new Date(r.updateTime * 1000).toISOString().replace('.000Z', 'Z')
-  if (r.expiry) out.expiry_time = new Date(r.expiry * 1000).toISOString().replace('.000Z', 'Z')
-  if (r.rank) out.rank = String(r.rank)
-  out.max_num_score = 1000000
-  return out
-}
-
-const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = {
-  0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
-}
 
 /** The REST handlers of the calls the Nakama backend makes, following nakama-api.md. */
 export class Api {
@@ -236,47 +209,12 @@ export class Api {
   }
 
   listRecords(call: Call, id: string): Answer {
-    const owners = call.query.getAll('owner_ids')
-    if (owners.some((o) => !/^[0-9a-f-]{36}$/.test(o))) throw new FakeError(3, 'One or more owner IDs are invalid.')
-    const rawLimit = call.query.get('limit')
-    const limit = rawLimit === null ? undefined : queryInt(rawLimit, 'Int')
-    const list = this.state.leaderboards.list(id, owners, limit, call.query.get('cursor') ?? '', queryInt(call.query.get('expiry') ?? '0', 'Int'), this.state.now())
-    const out: Record<string, unknown> = {}
-    if (list.records.length) out.records = list.records.map(restRecord)
-    if (list.ownerRecords.length) out.owner_records = list.ownerRecords.map(restRecord)
-    if (list.nextCursor) out.next_cursor = list.nextCursor
-    if (list.prevCursor) out.prev_cursor = list.prevCursor
-    if (list.rankCount) out.rank_count = String(list.rankCount)
-    return { json: out }
+    return listRecords(this.state, call, id)
   }
 
-  /** WriteLeaderboardRecord: the body is decoded before anything else, int64 exact (nakama-api.md §1.0, §3.2). */
   writeRecord(call: Call, id: string): Answer {
-    const body = parseKeepingNumbers(call.body)
-    const at = positions.get(body)
-    const score = int64Of(body.score, at?.get('score'))
-    const subscore = int64Of(body.subscore, at?.get('subscore'))
-    const board = this.state.leaderboards.board(id)
-    if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
-    let metadata: string | undefined
-    // protojson: null is the default; Nakama validates only a non-empty metadata string.
-    if (body.metadata !== undefined && body.metadata !== null && body.metadata !== '') {
-      if (typeof body.metadata !== 'string') throw new FakeError(3, 'proto: invalid value for string type')
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(body.metadata)
-      } catch {
-        parsed = null
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FakeError(3, 'Metadata value must be JSON, if provided.')
-      metadata = jsonbText(parsed)
-    }
-    const operator = body.operator as { text?: string } | string | undefined
-    const op = OPERATORS[typeof operator === 'object' && operator !== null ? String(operator.text) : String(operator ?? 0)]
-    const record = this.state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, score, subscore, metadata, op, this.state.now())
-    return { json: restRecord(record) }
+    return writeRecord(this.state, call, id)
   }
-
   /** RpcFuncHttp: unwrap passes the raw body and answers raw; otherwise a JSON string in, {payload} out. */
   rpc(call: Call, id: string): Answer {
     const unwrap = call.query.has('unwrap')

@@ -29,7 +29,8 @@ const ORIGINS = variable(
 )
 const BACKEND = variable(Type.Union([Type.Literal('embedded'), Type.Literal('nakama')]), '"embedded" or "nakama"')
 const URL_VAR = variable(Type.String({ pattern: '^https?://[^\\s]+$' }), 'an http(s) URL')
-const KEY = variable(Type.String({ minLength: 1, pattern: '^\\S+$' }), 'a non-empty string without spaces')
+// The keys travel as the user part of HTTP Basic auth, which ends at the first colon (nakama-api.md §1.0).
+const KEY = variable(Type.String({ minLength: 1, pattern: '^[^\\s:]+$' }), 'a non-empty string without spaces or colons (Basic auth ends the key at the first colon)')
 const SECRETS = variable(
   Type.String({ pattern: '^[^,\\s]{32,}(,[^,\\s]{32,})*$' }),
   'a comma list of secrets, each at least 32 characters',

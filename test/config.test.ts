@@ -17,6 +17,10 @@ const BAD: [Record<string, string>, string][] = [
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
+  [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'server:key', NAKAMA_HTTP_KEY: 'httpkey' },
+    'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
+  [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },
+    'NAKAMA_HTTP_KEY: (8 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
 ]
 
 t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
@@ -45,7 +49,7 @@ t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line
 })
 
 t.test('a bad environment variable stops the platform: exit 2 and only its line on stderr', async (t) => {
-  for (const [env, line] of BAD.slice(0, 4)) {
+  for (const [env, line] of [...BAD.slice(0, 4), BAD[BAD.length - 1]!]) {
     const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)
     t.equal(error.message, `process exited (2) before ready: config: ${line}\n`, line)
   }

@@ -224,3 +224,49 @@ t.test('a refused connection never reached Nakama: even a write is tried once mo
   await rejects(t, b.register(name('retry2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
   t.equal(fake!.state.byUsername(name('retry2')), undefined, 'a write whose fate is unknown is not sent again')
 })
+
+t.test("Nakama refusing the platform's own keys, or without the module, is 503 BACKEND_UNAVAILABLE, never a user's error", onFake, async (t) => {
+  const b = backend()
+  const s = await b.register(name('keys'), 'password123')
+  const serverKey = fake!.serverKey
+  fake!.serverKey = 'rotated-server-key'
+  t.teardown(() => void (fake!.serverKey = serverKey))
+  await rejects(t, b.login(name('keys'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'login: not INVALID_CREDENTIALS')
+  await rejects(t, b.register(name('keys2'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'register')
+  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE', 'guest')
+  await rejects(t, b.refresh(s.refreshToken), 503, 'BACKEND_UNAVAILABLE', 'refresh: not NO_SESSION')
+  fake!.serverKey = serverKey
+  t.equal(fake!.state.byUsername(name('keys2')), undefined, 'nothing was created')
+
+  const httpKey = fake!.httpKey
+  fake!.httpKey = 'rotated-http-key'
+  t.teardown(() => void (fake!.httpKey = httpKey))
+  await rejects(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE', 'an RPC with a refused HTTP key')
+  await rejects(t, b.renameUser(s.userId, name('keys3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  fake!.httpKey = httpKey
+
+  const rename = fake!.runtime.rpcs.get('playfield_rename')!
+  fake!.runtime.rpcs.delete('playfield_rename')
+  t.teardown(() => void fake!.runtime.rpcs.set('playfield_rename', rename))
+  await rejects(t, b.renameUser(s.userId, name('keys4'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'RPC function not found: not INTERNAL')
+  fake!.runtime.rpcs.set('playfield_rename', rename)
+  t.equal((await b.renameUser(s.userId, name('keys5'), RENAME_RULE, Date.now())).username, name('keys5'), 'works again once fixed')
+})
+
+t.test("the module's Aborted (storage contention past its retries, HTTP 409) is 503 BACKEND_UNAVAILABLE", onFake, async (t) => {
+  const b = backend()
+  const s = await b.register(name('busy'), 'password123')
+  const nk = fake!.runtime.nk
+  const write = nk.storageWrite
+  t.teardown(() => void (nk.storageWrite = write))
+  nk.storageWrite = (writes) => {
+    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
+    return write(writes)
+  }
+  const before = fake!.calls.get('POST /v2/rpc/playfield_rename') ?? 0
+  await rejects(t, b.renameUser(s.userId, name('busy2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'rename: not INTERNAL')
+  t.equal(fake!.calls.get('POST /v2/rpc/playfield_rename'), before + 1, 'sent once')
+  await rejects(t, b.grantRole(name('busy'), 'developer'), 503, 'BACKEND_UNAVAILABLE', 'grant')
+  nk.storageWrite = write
+  t.same(await b.getAccount(s.userId), { id: s.userId, username: name('busy'), roles: [] }, 'nothing changed')
+})

@@ -1,4 +1,7 @@
 import t from 'tap'
+import { httpStatus } from './fake-nakama/errors.js'
+import { loadRuntime } from './fake-nakama/runtime.js'
+import { FakeState } from './fake-nakama/state.js'
 import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
 
 // The fake Nakama itself holds to nakama-api.md for the calls the backend makes, so tests against
@@ -72,7 +75,8 @@ t.test('tokens, refresh and logout follow Nakama (same tid, not single use, in-m
 
 t.test('PUT /v2/account: a taken name is 400 code 3, with the message of each version', async (t) => {
   for (const version of ['3.18', '3.40'] as const) {
-    const fake = await startFakeNakama({ version })
+    // Nakama's own behaviour: without the playfield module, whose hook refuses renames here.
+    const fake = await startFakeNakama({ version, module: null })
     t.teardown(() => fake.close())
     await post(fake, '/v2/account/authenticate/custom?username=carol', { id: 'custom-carol' }, basic(fake.serverKey))
     const s = await (await post(fake, '/v2/account/authenticate/custom?username=dave', { id: 'custom-dave' }, basic(fake.serverKey))).json() as { token: string }
@@ -98,4 +102,110 @@ t.test('v3.18 keeps ranks always and caps limit at 100; v3.40 ranks only with en
     const list = await fetch(`${fake.url}/v2/leaderboard/plain?limit=101`, { headers: { authorization: `Bearer ${s.token}` } })
     t.equal(list.status, version === '3.18' ? 400 : 200, `${version}: limit 101`)
   }
+})
+
+t.test("errors: grpc-gateway's HTTPStatusFromCode for all 17 codes; a module's Aborted (10) is 409", async (t) => {
+  const table = [200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401]
+  t.same(table.map((_, code) => httpStatus(code)), table)
+  const fake = await startFakeNakama({ module: 'function InitModule(ctx, logger, nk, initializer) { initializer.registerRpc("busy", rpcBusy) }\nfunction rpcBusy() { throw { message: "bucket stayed contended", code: 10 } }' })
+  t.teardown(() => fake.close())
+  const res = await post(fake, `/v2/rpc/busy?http_key=${fake.httpKey}&unwrap`, {})
+  t.equal(res.status, 409)
+  t.match(await res.json(), { code: 10, message: 'bucket stayed contended', error: { stackTrace: String } })
+})
+
+t.test('REST leaderboard write: int64 exact, fractions and out-of-range values refused, negatives fail in the database', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  fake.runtime.nk.leaderboardCreate('open', false, 'desc', 'best', null, {}, true)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=gus', { id: 'custom-gus-01' }, basic(fake.serverKey))).json() as { token: string }
+  const write = (body: string) => fetch(`${fake.url}/v2/leaderboard/open`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` }, body })
+  for (const [body, shown] of [['{"score": 1.5}', '1.5'], ['{"score": "1.5"}', '"1.5"'], ['{"score": 9223372036854775808}', '9223372036854775808'],
+    ['{"score": "-9223372036854775809"}', '"-9223372036854775809"'], ['{"score": "1e19"}', '"1e19"'], ['{"score": " 5"}', '" 5"'], ['{"subscore": true}', 'true']] as const) {
+    const res = await write(body)
+    t.equal(res.status, 400, body)
+    const err = await res.json() as { code: number; message: string }
+    t.equal(err.code, 3, body)
+    t.match(err.message, new RegExp(`^proto: \\(line 1:\\d+\\): invalid value for int64 type: ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`), body)
+  }
+  t.equal(fake.state.leaderboards.list('open', [], 10, '', 0, Date.now()).records.length, 0, 'nothing was written')
+  let res = await write('{"score": 9223372036854775807, "subscore": "2.0"}')
+  t.equal(res.status, 200)
+  t.match(await res.json(), { score: '9223372036854775807', subscore: '2' }, 'the largest int64, exact; 2.0 is integral')
+  res = await write('{"score": "1e2", "subscore": 3}')
+  t.match(await res.json(), { score: '9223372036854775807', subscore: '3' }, 'best keeps the better score, and the better subscore')
+  res = await write('{"score": -1, "subscore": 9}')
+  t.equal(res.status, 500, 'a negative best fails the CHECK constraint even on an existing row')
+  t.same(await res.json(), { code: 13, message: 'Error writing score to leaderboard.' })
+  t.match(fake.state.leaderboards.list('open', [], 10, '', 0, Date.now()).records[0], { score: 9223372036854775807n, subscore: 3n, numScore: 2 }, 'unchanged')
+})
+
+t.test('request bodies past socket.max_request_size_bytes are refused with 400', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const big = JSON.stringify({ id: 'custom-big-01', vars: { pad: 'x'.repeat(262_144) } })
+  let res = await post(fake, '/v2/account/authenticate/custom?username=big', JSON.parse(big), basic(fake.serverKey))
+  t.equal(res.status, 400)
+  t.same(await res.json(), { code: 3, message: 'http: request body too large' })
+  t.equal(fake.state.byUsername('big'), undefined)
+  res = await fetch(`${fake.url}/v2/rpc/playfield_list_privileged?http_key=${fake.httpKey}&unwrap`, { method: 'POST', body: 'x'.repeat(262_145) })
+  t.equal(res.status, 400)
+  t.same(await res.json(), { code: 3, message: 'http: request body too large' }, "the RPC handler's own body, without error")
+  res = await fetch(`${fake.url}/v2/rpc/playfield_list_privileged?http_key=${fake.httpKey}&unwrap`, { method: 'POST', body: `{"pad":"${'x'.repeat(262_144 - 10)}"}` })
+  t.equal(res.status, 200, 'exactly at the limit is fine')
+})
+
+t.test('authentication errors: a non-Basic header is an invalid server key; the RPC path answers in its own shape', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=hal', { id: 'custom-hal-01' }, basic(fake.serverKey))).json() as { token: string }
+  for (const header of [`Bearer ${s.token}`, 'Token abc', `Basic ${Buffer.from(fake.serverKey).toString('base64')}`]) {
+    const res = await post(fake, '/v2/account/authenticate/custom', { id: 'custom-hal-02' }, header)
+    t.equal(res.status, 401, header)
+    t.same(await res.json(), { code: 16, message: 'Server key invalid' }, header)
+  }
+  const rpc = (authorization: string) => fetch(`${fake.url}/v2/rpc/playfield_list_privileged?unwrap`, { method: 'POST', headers: { authorization }, body: '{}' })
+  for (const header of ['Bearer not-a-token', 'Token abc', `Basic ${Buffer.from(fake.httpKey).toString('base64')}`]) {
+    const res = await rpc(header)
+    t.equal(res.status, 401, header)
+    t.same(await res.json(), { error: 'Auth token invalid', message: 'Auth token invalid', code: 16 }, header)
+  }
+  await post(fake, '/v2/session/logout', {}, `Bearer ${s.token}`)
+  t.same(await (await rpc(`Bearer ${s.token}`)).json(), { error: 'Auth token invalid', message: 'Auth token invalid', code: 16 }, 'a logged-out token')
+  const res = await fetch(`${fake.url}/v2/account`, { headers: { authorization: 'Token abc' } })
+  t.same(await res.json(), { code: 16, message: 'Auth token invalid' }, 'a session route: a header that is no Bearer token is invalid')
+  t.same(await (await fetch(`${fake.url}/v2/account`)).json(), { code: 16, message: 'Auth token required' })
+})
+
+t.test("UpdateAccount before-hook: Nakama's request shape, null disables the call, a returned request replaces it", async (t) => {
+  const module = `function InitModule(ctx, logger, nk, initializer) { initializer.registerBeforeUpdateAccount(beforeUpdate) }
+function beforeUpdate(ctx, logger, nk, data) {
+  seen.push({ ctx: { userId: ctx.userId, username: ctx.username, executionMode: ctx.executionMode }, data: JSON.parse(JSON.stringify(data)) });
+  if (data.location === 'nowhere') return null;
+  if (data.location === 'bad') return { displayName: 42 };
+  if (data.location === 'throw') throw new Error('boom');
+  data.displayName = data.displayName && data.displayName.toUpperCase();
+  return data;
+}
+var seen = [];`
+  const fake = await startFakeNakama({ module })
+  t.teardown(() => fake.close())
+  t.throws(() => loadRuntime(new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now),
+    'function InitModule(ctx, logger, nk, initializer) { initializer.registerBeforeUpdateAccount(function (c, l, n, d) { return d }) }'), /top-level named function/)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=jo', { id: 'custom-jo-0001' }, basic(fake.serverKey))).json() as { token: string }
+  const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${s.token}` }, body: JSON.stringify(body) })
+  t.equal((await put({ display_name: 'jo jo' })).status, 200)
+  t.same(JSON.parse(JSON.stringify(fake.runtime.scope.seen[0])), {
+    ctx: { userId: claims(s.token).uid, username: 'jo', executionMode: 'before' },
+    data: { username: null, displayName: 'jo jo', avatarUrl: null, langTag: null, location: null, timezone: null },
+  }, 'lowerCamelCase names, every field present, unset ones null')
+  t.equal(fake.state.byUsername('jo')!.displayName, 'JO JO', 'the returned request is the one applied')
+  let res = await put({ location: 'nowhere', username: 'jo2' })
+  t.equal(res.status, 404)
+  t.same(await res.json(), { code: 5, message: 'Requested resource was not found.' })
+  res = await put({ location: 'bad' })
+  t.same([res.status, await res.json()], [500, { code: 13, message: 'Could not complete runtime Before function.' }])
+  res = await put({ location: 'throw' })
+  t.equal(res.status, 500, 'an uncaught exception is Internal')
+  t.equal(fake.state.byUsername('jo')!.username, 'jo', 'nothing applied')
 })

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { parse } from 'acorn'
+import { resetTimes } from '../lib/catalogue/schedule.js'
 import { take, RENAME_RULE, type Bucket, type Rule } from '../lib/limiter.js'
 import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
 import { loadRuntime, MODULE_PATH } from './fake-nakama/runtime.js'
@@ -40,6 +41,9 @@ t.test('the module is one ES5 script whose RPCs are top-level named functions', 
     .map((s: any) => s.expression.arguments[1])
   t.equal(registered.length, 11)
   for (const arg of registered) t.ok(arg.type === 'Identifier' && top.has(arg.name), `${arg.name ?? arg.type} is a top-level function`)
+  const hooks = init.body.body.filter((s: any) => /^registerBefore/.test(s.expression?.callee?.property?.name ?? ''))
+  t.same(hooks.map((s: any) => [s.expression.callee.property.name, s.expression.arguments[0].type, top.has(s.expression.arguments[0].name)]),
+    [['registerBeforeUpdateAccount', 'Identifier', true]], 'the hook is a top-level function too')
 })
 
 t.test('the fake refuses a module that registers an inline function, as Nakama does', async (t) => {
@@ -251,4 +255,84 @@ t.test('REST leaderboard list: int64 strings, omitted zeros, limit defaults to 1
   t.equal(all.owner_records[0]!.rank, '2')
   res = await fetch(`${fake.url}/v2/leaderboard/open?limit=1001`, { headers: { authorization: `Bearer ${a.token}` } })
   t.same(await res.json(), { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' })
+})
+
+/** Every RPC with a payload that would do harm if a user could send it. */
+function attacks(victim: { uid: string }, self: { uid: string }): Array<[string, unknown]> {
+  const rule = { capacity: 1000, refill: 1000, intervalMs: 1 }
+  return [
+    ['playfield_sync_leaderboards', { boards: [{ id: 'planted', operator: 'set', sortOrder: 'desc', resetSchedule: null, authoritative: false }] }],
+    ['playfield_write_record', { leaderboardId: 'hi', ownerId: self.uid, username: 'x', score: 999999, subscore: 0, operator: 'best' }],
+    ['playfield_list_records', { leaderboardId: 'hi', limit: 10 }],
+    ['playfield_get_account', { userId: victim.uid }],
+    ['playfield_rename', { userId: victim.uid, username: 'pwned', rule, now: Date.now() }],
+    ['playfield_take_bucket', { key: 'signin:203.0.113.9', rule: { capacity: 1, refill: 1, intervalMs: 3_600_000 }, now: Date.now() }],
+    ['playfield_set_role', { username: 'mallory', role: 'admin', grant: true }],
+    ['playfield_list_privileged', {}],
+    ['playfield_record_launch', { sessionId: 'planted', gameId: 'g', userId: victim.uid, time: 1 }],
+    ['playfield_revoke_session', { userId: victim.uid, tid: 'any', exp: 2_000_000_000 }],
+    ['playfield_session_revoked', { userId: victim.uid, tid: 'any' }],
+  ]
+}
+
+t.test("a user's own session token cannot call any playfield RPC: 403, nothing changes", async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  await rpc(fake, 'playfield_sync_leaderboards', { boards: [{ id: 'hi', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }] })
+  const victim = await authCustom(fake, 'custom-victim-01', 'victim')
+  const mallory = await authCustom(fake, 'custom-mallory-1', 'mallory')
+  const storage = () => JSON.stringify([...fake.state.storage.keys()].sort())
+  const before = storage()
+  const calls = attacks(victim, mallory)
+  t.same(calls.map(([id]) => id).sort(), [...fake.runtime.rpcs.keys()].sort(), 'every RPC the module registers')
+  for (const [id, payload] of calls) {
+    const res = await fetch(`${fake.url}/v2/rpc/${id}?unwrap`, {
+      method: 'POST', headers: { authorization: `Bearer ${mallory.token}`, 'content-type': 'application/json' }, body: JSON.stringify(payload),
+    })
+    t.equal(res.status, 403, id)
+    t.match(await res.json(), { code: 7, message: 'playfield RPCs are server-to-server: call them with the runtime HTTP key', error: { stackTrace: String } }, id)
+  }
+  t.equal(storage(), before, 'no storage object written: roles, buckets, launches, revocations')
+  t.equal(fake.state.users.get(victim.uid)!.username, 'victim')
+  t.notOk(fake.state.leaderboards.boards.has('planted'))
+  t.same(fake.state.leaderboards.list('hi', [], 10, '', 0, Date.now()).records, [])
+  t.same(await rpc(fake, 'playfield_get_account', { userId: mallory.uid }), { account: { id: mallory.uid, username: 'mallory', roles: [] } })
+})
+
+t.test('PUT /v2/account with a user session: a new username is refused by the module\'s hook, other fields pass', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const ivy = await authCustom(fake, 'custom-ivy-0001', 'ivy')
+  const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${ivy.token}` }, body: JSON.stringify(body) })
+  const refused = { code: 7, message: 'usernames change only through the platform (PUT /api/user/username)' }
+  let res = await put({ username: 'ivy2' })
+  t.equal(res.status, 403)
+  t.same(await res.json(), refused)
+  res = await put({ username: 'ivy3', display_name: 'Ivy' })
+  t.equal(res.status, 403, 'a request that also renames is refused whole')
+  t.same(await res.json(), refused)
+  t.match(fake.state.users.get(ivy.uid), { username: 'ivy', displayName: undefined }, 'nothing changed')
+  res = await put({ displayName: 'Ivy the Great' })
+  t.equal(res.status, 200)
+  t.same(await res.json(), {})
+  t.equal(fake.state.users.get(ivy.uid)!.displayName, 'Ivy the Great')
+  t.equal((await put({ username: 'ivy', display_name: 'Ivy' })).status, 200, 'the current name again is no change')
+  t.equal(fake.state.users.get(ivy.uid)!.displayName, 'Ivy')
+  t.same(await rpc(fake, 'playfield_rename', { userId: ivy.uid, username: 'ivy4', rule: RENAME_RULE, now: Date.now() }),
+    { account: { id: ivy.uid, username: 'ivy4', roles: [] } }, 'the platform\'s rename (nk.accountUpdateId) runs no hook')
+})
+
+t.test('a changed reset schedule is reported like any other differing setting', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const board = (id: string, resetSchedule: string | null) => ({ id, operator: 'best', sortOrder: 'desc', resetSchedule, authoritative: false, resets: resetTimes(resetSchedule, Date.now()) })
+  const boards = [board('daily', '0 0 * * *'), board('weekly', '0 0 * * 1'), board('forever', null), board('minutely', '* * * * *')]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards }), { created: ['daily', 'weekly', 'forever', 'minutely'], differing: [] })
+  t.same(Object.keys(fake.runtime.nk.leaderboardsGetId(['daily'])[0]!).sort(), ['authoritative', 'createTime', 'id', 'metadata', 'nextReset', 'operator', 'prevReset', 'sortOrder'],
+    "Nakama's leaderboard object: no reset schedule, only the period's bounds")
+  t.same(Object.keys(fake.runtime.nk.leaderboardsGetId(['forever'])[0]!).sort(), ['authoritative', 'createTime', 'id', 'metadata', 'operator', 'sortOrder'], 'no bounds without a schedule')
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards }), { created: [], differing: [] }, 'the same schedules are not reported')
+  const changed = [board('daily', '30 6 * * *'), board('weekly', null), board('forever', '0 0 1 * *'), board('minutely', '* * * * *')]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: changed }), { created: [], differing: ['daily', 'weekly', 'forever'] })
+  t.same(fake.state.leaderboards.boards.get('daily')!.resetSchedule, '0 0 * * *', 'creation never changes an existing board')
 })

@@ -2,6 +2,8 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { nakamaEnv, testNakama } from './fake-nakama/env.js'
@@ -118,7 +120,8 @@ t.test('leaderboards: created at start, written on one instance, read on the oth
 t.test('bad submissions change nothing in Nakama; launches are recorded there', onFake, async (t) => {
   const { client, id } = await register(a, name('bad'))
   await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 100, metadata: { k: 1 } })
-  const stored = () => JSON.stringify(fake!.state.leaderboards.list('fx-best-desc', [id], undefined, '', 0, Date.now()).ownerRecords)
+  // Scores are BIGINT in the fake, as in Nakama's table.
+  const stored = () => JSON.stringify(fake!.state.leaderboards.list('fx-best-desc', [id], undefined, '', 0, Date.now()).ownerRecords, (_, v: unknown) => typeof v === 'bigint' ? `${v}n` : v)
   const before = stored()
   for (const body of [{ leaderboardId: 'fx-best-desc', score: -1 }, { leaderboardId: 'fx-best-desc', score: 1.5 }, { leaderboardId: 'nope', score: 1 }, { leaderboardId: 'fx-best-desc', score: 200, metadata: [] }]) {
     t.ok([400, 404].includes((await client.post('/api/leaderboards/submit', body)).status), JSON.stringify(body))
@@ -128,6 +131,49 @@ t.test('bad submissions change nothing in Nakama; launches are recorded there', 
   const object = fake!.state.read('playfield_launches', launch.session.id, id)
   t.ok(object, 'the launch is a storage object of the user')
   t.match(JSON.parse(object!.value), { gameId: 'fixture-boards', time: Number })
+})
+
+t.test("a user's own backend token can neither call the module's RPCs nor rename itself through Nakama", async (t) => {
+  const { client, id } = await register(a, name('evil'))
+  const { token } = await json(await client.get('/api/auth/backend-token'))
+  const rpcAs = (rpcId: string, payload: unknown) => fetch(`${nakama.url}/v2/rpc/${rpcId}?unwrap`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(payload),
+  })
+  const attacks: Array<[string, unknown]> = [
+    ['playfield_set_role', { username: name('evil'), role: 'admin', grant: true }],
+    ['playfield_write_record', { leaderboardId: 'fx-best-desc', ownerId: id, username: name('evil'), score: Date.now() * 4, subscore: 0, operator: 'best' }],
+    ['playfield_rename', { userId: id, username: name('evil_renamed'), rule: { capacity: 1000, refill: 1000, intervalMs: 1 }, now: Date.now() }],
+  ]
+  for (const [rpcId, payload] of attacks) {
+    const res = await rpcAs(rpcId, payload)
+    t.equal(res.status, 403, rpcId)
+    t.match(await res.json(), { code: 7, message: 'playfield RPCs are server-to-server: call them with the runtime HTTP key' }, rpcId)
+  }
+  const put = (body: unknown) => fetch(`${nakama.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) })
+  const renamed = await put({ username: name('evil2') })
+  t.equal(renamed.status, 403, 'PUT /v2/account with a new username')
+  t.same(await renamed.json(), { code: 7, message: 'usernames change only through the platform (PUT /api/user/username)' })
+  t.same((await json(await client.get('/api/auth/session'))).user, { id, username: name('evil'), roles: [] }, 'no role, the same name')
+  t.equal((await json(await client.get('/api/leaderboards/fx-best-desc?limit=1'))).ownRecord, null, 'no record written')
+  t.equal((await put({ display_name: 'Evil' })).status, 200, 'other account fields still change')
+  const account = await (await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${token}` } })).json() as { user: Record<string, unknown> }
+  t.match(account.user, { username: name('evil'), display_name: 'Evil' })
+})
+
+t.test('DEV_ACCESS_USERS names match exactly on Nakama, where ALICE and alice are two accounts', async (t) => {
+  const p = await startPlatform({ env: { ...env, DEV_ACCESS_USERS: name('Gate') } })
+  t.teardown(() => p.stop())
+  const listed = await register(p, name('Gate'))
+  const other = await register(p, name('GATE'))
+  t.not(other.id, listed.id)
+  const ticket = (c: Client) => c.post('/dev/terminal/ticket')
+  const refused = await ticket(other.client)
+  t.equal(refused.status, 403, 'another case of a listed name is another account')
+  t.match(await refused.json(), { code: 'FORBIDDEN' })
+  t.equal((await other.client.get('/dev/terminal')).status, 403)
+  const admitted = await ticket(listed.client)
+  t.equal(admitted.status, 200, 'the listed name, exactly')
+  t.match(await admitted.json(), { success: true, ticket: String })
 })
 
 t.test('bin/platform users grant works on Nakama at once (exact names)', async (t) => {
@@ -160,6 +206,14 @@ t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
   }
   t.ok(p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)), 'created on reload')
   if (fake) t.match(fake.state.leaderboards.boards.get(board), { operator: 'incr', sortOrder: 'desc', enableRanks: true })
+
+  // Nakama never changes an existing board; a new reset schedule is reported like other settings.
+  const rescheduled = { ...extra, leaderboards: { ...extra.leaderboards, configs: { [board]: { type: 'wins', resetSchedule: '30 6 * * *' } } } }
+  writeFileSync(path.join(dir, 'fixture-extra.json'), JSON.stringify(rescheduled))
+  const differing = () => p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.differing as string[]).includes(board))
+  p.child.kill('SIGHUP')
+  for (let i = 0; i < 100 && !differing(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(differing(), 'a changed reset schedule is logged as differing')
 })
 
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; recovery when it returns', onFake, async (t) => {
@@ -213,4 +267,123 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
   for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
   t.ok(late.state.leaderboards.boards.has('fx-best-desc'), 'created after Nakama came back')
   t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
+})
+
+/** Run `bin/platform users …` with this environment; resolves with the exit code and both streams. */
+function usersCommand(commandEnv: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, DATA_DIR: tempDir(), ...commandEnv } })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d))
+    child.stderr.on('data', (d: Buffer) => (stderr += d))
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+t.test('start-up: a refused key, a Nakama without the module, or a URL that is not Nakama is one config line and exit 2', onFake, async (t) => {
+  const refusing = await startFakeNakama({ serverKey: 'the-real-server-key', httpKey: 'the-real-http-key' })
+  const bare = await startFakeNakama({ module: null })
+  const other = http.createServer((req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'))
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => Promise.all([refusing.close(), bare.close(), new Promise((resolve) => other.close(resolve))]))
+  const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
+  const cases: Array<[string, Record<string, string>, string]> = [
+    ['wrong server key', { ...nakamaEnv(refusing), NAKAMA_SERVER_KEY: 'defaultkey' },
+      `NAKAMA_SERVER_KEY: (10 characters, not shown) is refused by Nakama at ${refusing.url} (Server key invalid); expected Nakama's socket.server_key`],
+    ['wrong HTTP key', { ...nakamaEnv(refusing), NAKAMA_HTTP_KEY: 'defaulthttpkey' },
+      `NAKAMA_HTTP_KEY: (14 characters, not shown) is refused by Nakama at ${refusing.url} (HTTP key invalid); expected Nakama's runtime.http_key`],
+    ['no module', nakamaEnv(bare),
+      `NAKAMA_URL: "${bare.url}" is a Nakama without the playfield module (RPC function not found); expected a Nakama running nakama/modules/playfield.js (README: Installing the module)`],
+    ['not Nakama', { ...nakamaEnv(refusing), NAKAMA_URL: otherUrl },
+      `NAKAMA_URL: "${otherUrl}" does not answer as Nakama (POST /v2/account/authenticate/custom: HTTP 404 Not Found); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`],
+  ]
+  for (const [label, nakamaVars, line] of cases) {
+    const error = await startPlatform({ env: { ...env, ...nakamaVars } }).then(() => new Error('started'), (err: Error) => err)
+    t.equal(error.message, `process exited (2) before ready: config: ${line}\n`, label)
+  }
+  const users = await usersCommand({ ...nakamaEnv(refusing), NAKAMA_HTTP_KEY: 'defaulthttpkey' }, 'list')
+  t.same({ code: users.code, stderr: users.stderr }, { code: 2, stderr: `config: ${cases[1]![2]}\n` }, 'users too')
+  t.equal(refusing.state.users.size, 0, 'the server-key check never creates an account')
+})
+
+t.test("at run time, a refused key or a missing module is 503 for users, logged with its cause, and no failed sign-in", onFake, async (t) => {
+  const own = await startFakeNakama()
+  t.teardown(() => own.close())
+  const p = await startPlatform({ env: { ...env, ...nakamaEnv(own) } })
+  t.teardown(() => p.stop())
+  const { client } = await register(p, name('rt'))
+  const unavailable = { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' }
+  const misconfigured = () => p.logs.filter((l) => l.event === 'nakama.misconfigured')
+  own.serverKey = 'rotated-server-key'
+  for (let i = 0; i < 12; i++) {
+    const res = await new Client(p.url).post('/api/auth/login', { username: name('rt'), password: 'correct horse' })
+    t.equal(res.status, 503, `login ${i + 1}: 503, not 401 and not 429`)
+    t.same(await res.json(), unavailable)
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(misconfigured().length, 12, 'one log line per occurrence')
+  t.match(misconfigured()[0], { variable: 'NAKAMA_SERVER_KEY', problem: 'Server key invalid', status: 401, request: 'POST /v2/account/authenticate/email', expected: "Nakama's socket.server_key" })
+  own.serverKey = 'defaultkey'
+  t.equal((await new Client(p.url).post('/api/auth/login', { username: name('rt'), password: 'correct horse' })).status, 200, 'none of them counted as a failed sign-in')
+
+  own.httpKey = 'rotated-http-key'
+  await new Promise((resolve) => setTimeout(resolve, 1_100)) // the 1 s "still active" cache
+  const session = await client.get('/api/auth/session')
+  t.equal(session.status, 503)
+  t.same(await session.json(), unavailable)
+  own.httpKey = 'defaulthttpkey'
+  const getAccount = own.runtime.rpcs.get('playfield_get_account')!
+  own.runtime.rpcs.delete('playfield_get_account')
+  const missing = await client.get('/api/auth/session')
+  own.runtime.rpcs.set('playfield_get_account', getAccount)
+  t.equal(missing.status, 503, 'RPC function not found: not 500 INTERNAL')
+  t.same(await missing.json(), unavailable)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.match(misconfigured().slice(12), [
+    { variable: 'NAKAMA_HTTP_KEY', problem: 'HTTP key invalid', status: 401, expected: "Nakama's runtime.http_key" },
+    { variable: 'NAKAMA_URL', problem: 'RPC function not found', status: 404, request: 'POST /v2/rpc/playfield_get_account' },
+  ])
+  t.equal((await client.get('/api/auth/session')).status, 200, 'works again once fixed')
+})
+
+t.test("Nakama's default 60 s tokens: one warning naming session.token_expiry_sec", onFake, async (t) => {
+  const short = await startFakeNakama({ session: { tokenExpirySec: 60 } })
+  t.teardown(() => short.close())
+  const p = await startPlatform({ env: { ...env, ...nakamaEnv(short) } })
+  t.teardown(() => p.stop())
+  t.notOk(p.logs.some((l) => l.event === 'nakama.short_tokens'), 'nothing said before a token is issued')
+  const { client } = await register(p, name('short'))
+  await new Client(p.url).post('/api/auth/guest')
+  for (let i = 0; i < 2; i++) t.equal((await client.get('/api/auth/backend-token')).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const warnings = p.logs.filter((l) => l.event === 'nakama.short_tokens')
+  t.equal(warnings.length, 1, 'once per process')
+  t.match(warnings[0], { tokenLifetimeSec: Number, neededSec: 300, fix: /session\.token_expiry_sec/ })
+  const lifetime = warnings[0]!.tokenLifetimeSec as number
+  t.ok(lifetime > 55 && lifetime <= 60, `the token's lifetime, about 60 s (${lifetime})`)
+  t.notOk(p.logs.some((l) => l.event === 'nakama.short_tokens' && l !== warnings[0]))
+  const quiet = await startPlatform({ env })
+  t.teardown(() => quiet.stop())
+  await register(quiet, name('long'))
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.notOk(quiet.logs.some((l) => l.event === 'nakama.short_tokens'), 'no warning with long tokens')
+})
+
+t.test('storage contention past the module\'s retries: a rename is 503, `users grant` says so in one line', onFake, async (t) => {
+  const { client, id } = await register(a, name('jam'))
+  const nk = fake!.runtime.nk
+  const write = nk.storageWrite
+  t.teardown(() => void (nk.storageWrite = write))
+  nk.storageWrite = (writes) => {
+    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
+    return write(writes)
+  }
+  const res = await client.put('/api/user/username', { username: name('jam2') })
+  t.equal(res.status, 503)
+  t.same(await res.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
+  const granted = await usersCommand(env, 'grant', name('jam'), 'developer')
+  t.same(granted, { code: 1, stdout: '', stderr: 'users: the game backend is unavailable; try again shortly\n' })
+  nk.storageWrite = write
+  t.same((await json(await client.get('/api/auth/session'))).user, { id, username: name('jam'), roles: [] }, 'nothing changed')
 })

@@ -1,5 +1,8 @@
 import type { Rule } from '../limiter.js'
 
+/** CONTRACT §3: a backend token is answered with at least this long to live. */
+export const MIN_TOKEN_LIFE_MS = 5 * 60_000
+
 /**
  * The game-backend seam. The platform's routes call only this; the embedded backend (SQLite) and
  * the Nakama backend implement it. Shaped after Nakama's API (../shared/nakama-api.md): sign-in

@@ -1,10 +1,10 @@
 import type { PlatformConfig } from '../config.js'
 import type { Backend } from './backend.js'
 import { createEmbeddedBackend } from './embedded/index.js'
-import { createNakamaBackend } from './nakama/index.js'
+import { openNakamaBackend } from './nakama/index.js'
 
-/** The configured game backend: embedded (SQLite in DATA_DIR) or Nakama (NAKAMA_URL). */
+/** The configured game backend: embedded (SQLite in DATA_DIR) or Nakama (NAKAMA_URL, checked first). */
 export async function createBackend(config: Readonly<PlatformConfig>): Promise<Backend> {
-  if (config.gameBackend === 'nakama') return createNakamaBackend(config)
+  if (config.gameBackend === 'nakama') return openNakamaBackend(config)
   return createEmbeddedBackend(config)
 }

@@ -56,3 +56,18 @@ export function nextReset(expr: string | null, now: number): number | null {
   nextRuns.set(expr, { from: now, next })
   return next
 }
+
+/** How far before now `resetTimes` starts: room for a difference between the platform's and Nakama's clocks. */
+const CLOCK_SKEW_MS = 60_000
+
+/**
+ * The schedule's consecutive fire times, Unix seconds, from the last one before `now` less a minute
+ * on; null without a schedule. Nakama tells a board's schedule only through the current period's
+ * bounds (prevReset, nextReset), which are two neighbours here when the schedules agree.
+ */
+export function resetTimes(expr: string | null, now: number): number[] | null {
+  if (expr === null) return null
+  const cron = parse(expr)
+  const from = new Date(now - CLOCK_SKEW_MS)
+  return [...cron.previousRuns(1, from), ...cron.nextRuns(4, from)].map((d) => Math.floor(d.getTime() / 1000))
+}

@@ -1,4 +1,4 @@
-import type { BackendSession } from '../backend/backend.js'
+import { MIN_TOKEN_LIFE_MS, type BackendSession } from '../backend/backend.js'
 import { check, readBody, readJson } from '../http/body.js'
 import { HttpError, rateLimited } from '../http/errors.js'
 import { json } from '../http/reply.js'
@@ -8,8 +8,6 @@ import { EmptyBody, isPasswordText, LoginBody, RegisterBody } from './schemas.js
 import { requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
-/** CONTRACT §3: a backend token is answered with at least this long to live, refreshed otherwise. */
-const MIN_TOKEN_LIFE_MS = 5 * 60_000
 // Sessions and tokens are per user: no cache may keep them.
 const NO_STORE = { 'cache-control': 'no-store' }
 

@@ -11,8 +11,10 @@ type GateResult =
 
 /**
  * The developer gate (CONTRACT §3): signed in, and a `developer` or `admin` role read fresh from
- * the backend at each check (so a grant works at once), or named by DEV_ACCESS_USERS (ids exactly,
- * usernames ignoring case), or DEV_ACCESS_ALL=true.
+ * the backend at each check (so a grant works at once), or named by DEV_ACCESS_USERS, or
+ * DEV_ACCESS_ALL=true. DEV_ACCESS_USERS matches ids exactly and usernames the way the backend
+ * keeps them unique: ignoring case on the embedded backend, exactly on Nakama, where `ALICE` is
+ * another account than a listed `alice` and anyone may register it.
  */
 export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateResult> {
   const user = await app.auth.optional(ctx)
@@ -22,8 +24,9 @@ export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateRes
   // The account's name now: a session remembers the name of its sign-in, which another session
   // may have changed since (and someone else may hold by now).
   const current = account ? { id: user.id, username: account.username } : user
-  const name = current.username.toLowerCase()
-  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || entry.toLowerCase() === name)
+  const exact = app.backend.kind === 'nakama'
+  const name = exact ? current.username : current.username.toLowerCase()
+  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || (exact ? entry : entry.toLowerCase()) === name)
   if (listed) return { admitted: true, user: current }
   if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: current }
   return {

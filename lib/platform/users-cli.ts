@@ -1,7 +1,6 @@
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import type { Account } from '../backend/backend.js'
-import { HttpError } from '../http/errors.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -35,8 +34,8 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stdout.write(line(account))
     return 0
   } catch (err) {
-    if (!(err instanceof HttpError)) throw err
-    process.stderr.write(`users: ${err.message}\n`)
+    // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
+    process.stderr.write(`users: ${err instanceof Error ? err.message : String(err)}\n`)
     return 1
   } finally {
     await backend.close()

@@ -6,6 +6,10 @@
 // RPCs server-to-server with the runtime HTTP key (POST /v2/rpc/<id>?unwrap), so they run without
 // a user: owner ids travel in the payload. Payloads and answers are JSON objects; expected
 // outcomes (a taken name, an empty bucket) are answers with `error`, never exceptions.
+//
+// Nakama also runs an RPC for any user who calls it with their own session (Bearer), and the
+// platform hands every user such a session (GET /api/auth/backend-token). These RPCs act for any
+// owner named in the payload, so each one first refuses a caller with a user (serverOnly).
 
 var SYSTEM_USER = '00000000-0000-0000-0000-000000000000';
 var BUCKETS = 'playfield_buckets';
@@ -29,10 +33,17 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_record_launch', rpcRecordLaunch);
   initializer.registerRpc('playfield_revoke_session', rpcRevokeSession);
   initializer.registerRpc('playfield_session_revoked', rpcSessionRevoked);
+  initializer.registerBeforeUpdateAccount(beforeUpdateAccount);
   logger.info('playfield module loaded');
 }
 
 // ---- pure helpers -------------------------------------------------------------------------------
+
+// ctx.userId is set only when a user's session token called (nakama-api.md §1.9); with the HTTP
+// key it is empty. PermissionDenied (7) is HTTP 403.
+function serverOnly(ctx) {
+  if (ctx && ctx.userId) throw { message: 'playfield RPCs are server-to-server: call them with the runtime HTTP key', code: 7 };
+}
 
 // The token bucket of lib/limiter.ts, rule for rule: a missing bucket is full; refill is linear.
 function bucketRefill(bucket, rule, now) {
@@ -152,6 +163,7 @@ function refundStored(nk, key, userId, rule) {
 // Create every catalogue leaderboard; creation is idempotent and never changes an existing board,
 // so boards whose stored configuration differs are reported for the platform to log.
 function rpcSyncLeaderboards(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var boards = parsePayload(payload).boards || [];
   var existing = {};
   var ids = boards.map(function (b) { return b.id; });
@@ -180,20 +192,34 @@ function operatorOf(board) {
   return ops[board.operator] !== undefined ? ops[board.operator] : board.operator;
 }
 
+// Nakama's leaderboard object (leaderboardToJsObject) carries no reset schedule, only the current
+// period's bounds: prevReset and nextReset, the schedule's last and next fire times (Unix seconds),
+// left out (or 0 on older runtimes) when the board has none. The platform sends `resets`, its
+// schedule's consecutive fire times from shortly before now (null without a schedule): the stored
+// schedule is taken as the same when its bounds are two neighbours there.
+function sameSchedule(old, resets) {
+  var prev = Number(old.prevReset || 0);
+  var next = Number(old.nextReset || 0);
+  if (!resets || !resets.length) return next === 0;
+  for (var i = 0; i + 1 < resets.length; i++) {
+    if (resets[i + 1] === next && (prev === 0 || resets[i] === prev)) return true;
+  }
+  return false;
+}
+
 // Sort order comes as a name or as the stored number (asc 0, desc 1); compare what is known.
 function sameBoard(old, b) {
   var sort = old.sortOrder;
   if (sort === 0 || sort === 'asc' || sort === 'ascending') sort = 'asc';
   else if (sort === 1 || sort === 'desc' || sort === 'descending') sort = 'desc';
   var op = operatorOf(old);
-  // The runtime's leaderboard object carries no reset schedule on every version; compare it when present.
-  var reset = typeof old.resetSchedule === 'string' ? old.resetSchedule : undefined;
   return sort === b.sortOrder && op === b.operator && Boolean(old.authoritative) === Boolean(b.authoritative) &&
-    (reset === undefined || (reset || null) === (b.resetSchedule || null));
+    (b.resets === undefined || sameSchedule(old, b.resets));
 }
 
 // Server-side write: runs with the nil caller, so authoritative boards accept it.
 function rpcWriteRecord(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   var metadata = p.metadata === undefined || p.metadata === null ? undefined : JSON.parse(p.metadata);
   var record;
@@ -228,6 +254,7 @@ function wouldOverflow(nk, p) {
 // A page in rank order plus the caller's own record; listing through the HTTP key lets anonymous
 // readers see public boards (GET /v2/leaderboard needs a user's session).
 function rpcListRecords(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   var owners = p.ownerId ? [p.ownerId] : [];
   var list;
@@ -248,6 +275,7 @@ function rpcListRecords(ctx, logger, nk, payload) {
 }
 
 function rpcGetAccount(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var user = userById(nk, parsePayload(payload).userId);
   return JSON.stringify({ account: user ? accountOf(nk, user) : null });
 }
@@ -255,6 +283,7 @@ function rpcGetAccount(ctx, logger, nk, payload) {
 // The rename bucket is the lock: take a token with a conditional write, rename, and give the token
 // back when the rename is refused, so only an accepted rename spends (CONTRACT §3).
 function rpcRename(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   var user = userById(nk, p.userId);
   if (!user) return JSON.stringify({ error: 'NOT_FOUND' });
@@ -279,6 +308,7 @@ function rpcRename(ctx, logger, nk, payload) {
 
 // A named bucket for limits shared by every platform instance; owned by the system user.
 function rpcTakeBucket(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   var result = takeStored(nk, p.key, SYSTEM_USER, p.rule, p.now);
   return JSON.stringify({ allowed: result.allowed, waitMs: result.waitMs });
@@ -288,6 +318,7 @@ function rpcTakeBucket(ctx, logger, nk, payload) {
 // The user's roles object and the system-owned index of privileged users are written in one
 // storage transaction with version checks, so concurrent grants cannot lose each other.
 function rpcSetRole(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   var users = nk.usersGetUsername([p.username]);
   if (!users || !users.length) return JSON.stringify({ error: 'NOT_FOUND' });
@@ -314,6 +345,7 @@ function rpcSetRole(ctx, logger, nk, payload) {
 }
 
 function rpcListPrivileged(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
   var ids = index && index.value.userIds ? index.value.userIds : [];
   if (!ids.length) return JSON.stringify({ accounts: [] });
@@ -329,6 +361,7 @@ function rpcListPrivileged(ctx, logger, nk, payload) {
 }
 
 function rpcRecordLaunch(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   nk.storageWrite([{
     collection: LAUNCHES, key: p.sessionId, userId: p.userId,
@@ -340,6 +373,7 @@ function rpcRecordLaunch(ctx, logger, nk, payload) {
 // Logout kept in storage: Nakama's own logout blacklist lives in memory, per node, and is lost on
 // restart; this record holds on every node and across restarts. Nakama's logout is applied too.
 function rpcRevokeSession(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   nk.storageWrite([{
     collection: REVOKED, key: p.tid, userId: p.userId,
@@ -356,7 +390,25 @@ function rpcRevokeSession(ctx, logger, nk, payload) {
 }
 
 function rpcSessionRevoked(ctx, logger, nk, payload) {
+  serverOnly(ctx);
   var p = parsePayload(payload);
   if (!UUID.test(String(p.userId))) return JSON.stringify({ revoked: true });
   return JSON.stringify({ revoked: readObject(nk, REVOKED, String(p.tid), p.userId) !== null });
+}
+
+// ---- hooks --------------------------------------------------------------------------------------
+
+// PUT /v2/account with the user's own session (the backend token front-ends get) would rename the
+// account past the platform's username rule and its 3-an-hour limit (CONTRACT §3): refuse a change
+// of username there; renames go through playfield_rename, whose nk.accountUpdateId runs no hooks.
+// Nakama hands the request over with every field present (unset ones null) and continues with the
+// returned request; a throw rejects the call with its code (7 PermissionDenied, HTTP 403).
+function beforeUpdateAccount(ctx, logger, nk, data) {
+  if (data && data.username !== null && data.username !== undefined) {
+    var user = userById(nk, ctx.userId);
+    if (!user || user.username !== data.username) {
+      throw { message: 'usernames change only through the platform (PUT /api/user/username)', code: 7 };
+    }
+  }
+  return data;
 }

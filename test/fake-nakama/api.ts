@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { FakeError } from './errors.js'
-import type { StoredRecord } from './leaderboards.js'
-import { jsonbText } from './leaderboards.js'
-import { invokeRpc, type Runtime } from './runtime.js'
+import { listRecords, writeRecord } from './rest-leaderboards.js'
+import { invokeBeforeHook, invokeRpc, type Runtime } from './runtime.js'
 import { signToken, verifyToken, type Claims } from './jwt.js'
 import type { FakeState, User } from './state.js'
 
@@ -29,7 +28,10 @@ export interface Call {
 export type Answer = { json: unknown } | { raw: string; contentType: string }
 
 const EMAIL = /^.+@.+\..+$/
-const INT64 = /^-?[0-9]+$/
+
+/** UpdateAccountRequest's optional string fields: lowerCamelCase (the runtime's names) to proto names. */
+const ACCOUNT_FIELDS = { username: 'username', displayName: 'display_name', avatarUrl: 'avatar_url', langTag: 'lang_tag', location: 'location', timezone: 'timezone' } as const
+type AccountUpdate = Partial<Record<keyof typeof ACCOUNT_FIELDS, string>>
 
 function parse(body: string): Record<string, unknown> {
   if (body.trim() === '') return {}
@@ -42,32 +44,21 @@ function parse(body: string): Record<string, unknown> {
   }
 }
 
-/** protojson's int64 input: an integral number or a decimal string within range. */
-function int64(value: unknown): number {
-  if (value === undefined) return 0
-  if ((typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && INT64.test(value))) return Number(value)
-  throw new FakeError(3, `proto: (line 1:10): invalid value for int64 type: ${String(value)}`)
-}
-
-/** A LeaderboardRecord as the gateway writes it: int64 as strings, zero values left out. */
-function restRecord(r: StoredRecord & { rank: number }) {
-  const out: Record<string, unknown> = { leaderboard_id: r.leaderboardId, owner_id: r.ownerId }
-  if (r.username) out.username = r.username
-  if (r.score) out.score = String(r.score)
-  if (r.subscore) out.subscore = String(r.subscore)
-  out.num_score = r.numScore
-  out.metadata = r.metadata
-  out.create_time = new Date(r.createTime * 1000).toISOString().replace('.000Z', 'Z')
-  out.update_time = new Date(r.updateTime * 1000).toISOString().replace('.000Z', 'Z')
-  if (r.expiry) out.expiry_time = new Date(r.expiry * 1000).toISOString().replace('.000Z', 'Z')
-  if (r.rank) out.rank = String(r.rank)
-  out.max_num_score = 1000000
+/**
+ * UpdateAccountRequest from JSON, as protojson reads it: either name style, a wrapper takes a
+ * string or null (unset), unknown fields are dropped. Null when a value is not a string or null.
+ */
+function accountUpdate(body: Record<string, unknown>): AccountUpdate | null {
+  const out: AccountUpdate = {}
+  for (const [camel, proto] of Object.entries(ACCOUNT_FIELDS) as Array<[keyof typeof ACCOUNT_FIELDS, string]>) {
+    const value = proto in body ? body[proto] : body[camel]
+    if (value === undefined || value === null) continue
+    if (typeof value !== 'string') return null
+    out[camel] = value
+  }
   return out
 }
 
-const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = {
-  0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
-}
 
 /** The REST handlers of the calls the Nakama backend makes, following nakama-api.md. */
 export class Api {
@@ -185,59 +176,45 @@ export class Api {
     return { json: out }
   }
 
-  /** A taken name is 400 code 3 here, not 409 (nakama-api.md §1.5). */
+  /**
+   * ApiServer.UpdateAccount: the module's before-hook first (it may refuse or rewrite the request),
+   * then the username check, then updateAccounts. A taken name is 400 code 3, not 409 (nakama-api.md §1.5).
+   */
   updateAccount(call: Call): Answer {
-    const body = parse(call.body)
-    const fields = ['username', 'display_name', 'displayName', 'avatar_url', 'lang_tag', 'location', 'timezone'].filter((f) => f in body)
-    if (fields.length === 0) throw new FakeError(3, 'No fields to update.')
-    const uid = call.claims!.uid
+    let update = accountUpdate(parse(call.body))
+    if (!update) throw new FakeError(3, 'proto: invalid value for string type')
+    const claims = call.claims!
+    const request = Object.fromEntries(Object.keys(ACCOUNT_FIELDS).map((k) => [k, update![k as keyof AccountUpdate] ?? null]))
+    const hooked = invokeBeforeHook(this.runtime, 'updateaccount', request, {
+      userId: claims.uid, username: claims.usn, vars: claims.vrs ?? {}, userSessionExp: claims.exp,
+    })
+    if (hooked !== undefined) {
+      update = hooked !== null && typeof hooked === 'object' && !Array.isArray(hooked) ? accountUpdate(hooked as Record<string, unknown>) : null
+      // protojsonUnmarshaler refusing the hook's answer.
+      if (!update) throw new FakeError(13, 'Could not complete runtime Before function.')
+    }
+    if (update.username !== undefined && (Buffer.byteLength(update.username) < 1 || Buffer.byteLength(update.username) > 128)) {
+      throw new FakeError(3, 'Username invalid, must be 1-128 bytes.')
+    }
+    if (Object.keys(update).length === 0) throw new FakeError(3, 'No fields to update.')
+    const uid = claims.uid
     try {
-      if (typeof body.username === 'string') this.state.rename(uid, body.username)
+      if (update.username !== undefined) this.state.rename(uid, update.username)
     } catch (e) {
       if (!(e instanceof FakeError) || e.code !== 6) throw e
       throw new FakeError(3, this.state.flavour.wrappedRenameError ? 'rpc error: code = AlreadyExists desc = Username is already in use.' : 'Username is already in use.')
     }
-    const display = body.display_name ?? body.displayName
-    if (typeof display === 'string') this.state.users.get(uid)!.displayName = display || undefined
+    if (update.displayName !== undefined) this.state.users.get(uid)!.displayName = update.displayName || undefined
     return { json: {} }
   }
 
   listRecords(call: Call, id: string): Answer {
-    const owners = call.query.getAll('owner_ids')
-    if (owners.some((o) => !/^[0-9a-f-]{36}$/.test(o))) throw new FakeError(3, 'One or more owner IDs are invalid.')
-    const rawLimit = call.query.get('limit')
-    const limit = rawLimit === null ? undefined : int64(rawLimit)
-    const list = this.state.leaderboards.list(id, owners, limit, call.query.get('cursor') ?? '', int64(call.query.get('expiry') ?? '0'), this.state.now())
-    const out: Record<string, unknown> = {}
-    if (list.records.length) out.records = list.records.map(restRecord)
-    if (list.ownerRecords.length) out.owner_records = list.ownerRecords.map(restRecord)
-    if (list.nextCursor) out.next_cursor = list.nextCursor
-    if (list.prevCursor) out.prev_cursor = list.prevCursor
-    if (list.rankCount) out.rank_count = String(list.rankCount)
-    return { json: out }
+    return listRecords(this.state, call, id)
   }
 
   writeRecord(call: Call, id: string): Answer {
-    const body = parse(call.body)
-    const board = this.state.leaderboards.board(id)
-    if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
-    let metadata: string | undefined
-    if (body.metadata !== undefined) {
-      if (typeof body.metadata !== 'string') throw new FakeError(3, 'proto: invalid value for string type')
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(body.metadata)
-      } catch {
-        parsed = null
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FakeError(3, 'Metadata value must be JSON, if provided.')
-      metadata = jsonbText(parsed)
-    }
-    const op = OPERATORS[String(body.operator ?? 0)]
-    const record = this.state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, int64(body.score), int64(body.subscore), metadata, op, this.state.now())
-    return { json: restRecord(record) }
+    return writeRecord(this.state, call, id)
   }
-
   /** RpcFuncHttp: unwrap passes the raw body and answers raw; otherwise a JSON string in, {payload} out. */
   rpc(call: Call, id: string): Answer {
     const unwrap = call.query.has('unwrap')
@@ -254,7 +231,11 @@ export class Api {
     }
     const queryParams: Record<string, string[]> = {}
     for (const [k, v] of call.query) if (k !== 'http_key') (queryParams[k] ??= []).push(v)
-    const out = invokeRpc(this.runtime, id, payload, { userId: call.claims?.uid ?? '', username: call.claims?.usn ?? '', queryParams })
+    // Bearer calls run as the token's user (nakama-api.md §1.9 point 3); HTTP-key calls as nobody.
+    const claims = call.claims
+    const out = invokeRpc(this.runtime, id, payload, {
+      userId: claims?.uid ?? '', username: claims?.usn ?? '', vars: claims?.vrs ?? {}, userSessionExp: claims?.exp ?? 0, queryParams,
+    })
     if (unwrap) return { raw: out, contentType: call.contentType ?? 'text/plain' }
     return { json: { payload: out } }
   }

@@ -5,9 +5,13 @@ export class FakeError extends Error {
   }
 }
 
-const STATUS: Record<number, number> = { 3: 400, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 13: 500, 14: 503, 16: 401 }
+// grpc-gateway's HTTPStatusFromCode (runtime/errors.go), all 17 codes: OK, Canceled (499, nginx's
+// "client closed request"), Unknown, InvalidArgument, DeadlineExceeded, NotFound, AlreadyExists,
+// PermissionDenied, ResourceExhausted, FailedPrecondition, Aborted, OutOfRange, Unimplemented,
+// Internal, Unavailable, DataLoss, Unauthenticated.
+const STATUS = [200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401] as const
 
-/** grpc-gateway's HTTPStatusFromCode for the codes Nakama uses (nakama-api.md §1.0). */
+/** grpc-gateway's HTTPStatusFromCode (nakama-api.md §1.0); a code outside the 17 is 500, as there. */
 export function httpStatus(code: number): number {
   return STATUS[code] ?? 500
 }

@@ -18,8 +18,9 @@ export interface StoredRecord {
   leaderboardId: string
   ownerId: string
   username: string
-  score: number
-  subscore: number
+  /** BIGINT in Postgres: exact here too. */
+  score: bigint
+  subscore: bigint
   numScore: number
   metadata: string
   createTime: number
@@ -35,7 +36,14 @@ export interface RecordList {
   rankCount: number
 }
 
-interface Cursor { id: string; expiry: number; score: number; subscore: number; ownerId: string; rank: number }
+interface Cursor { id: string; expiry: number; score: bigint; subscore: bigint; ownerId: string; rank: number }
+
+const INT64_MAX = 2n ** 63n - 1n
+
+/** -1, 0 or 1 for bigints, as a sort comparator wants. */
+function cmp(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
 
 /** Postgres JSONB text: keys ordered by length then bytes, `": "` and `", "` separators. */
 export function jsonbText(value: unknown): string {
@@ -72,6 +80,13 @@ export class Leaderboards {
     return next ? Math.floor(next.getTime() / 1000) : 0
   }
 
+  /** The schedule's last fire before now, UTC (LeaderboardsGet's prevReset); 0 when never reset. */
+  lastReset(board: Board, nowMs: number): number {
+    if (!board.resetSchedule) return 0
+    const [last] = new Cron(board.resetSchedule, { timezone: 'UTC' }).previousRuns(1, new Date(nowMs))
+    return last ? Math.floor(last.getTime() / 1000) : 0
+  }
+
   #period(id: string, expiry: number): Map<string, StoredRecord> {
     const key = `${id}\u0000${expiry}`
     let period = this.#records.get(key)
@@ -80,7 +95,7 @@ export class Leaderboards {
   }
 
   /** LeaderboardRecordWrite: the SQL upsert and its filter; a rejected write changes nothing. */
-  write(id: string, ownerId: string, username: string | null, score: number, subscore: number,
+  write(id: string, ownerId: string, username: string | null, score: bigint, subscore: bigint,
     metadata: string | undefined, override: Board['operator'] | undefined, nowMs: number): StoredRecord & { rank: number } {
     const board = this.board(id)
     const expiry = this.expiry(board, nowMs)
@@ -88,10 +103,15 @@ export class Leaderboards {
     const old = period.get(ownerId)
     const op = override ?? board.operator
     const now = Math.floor(nowMs / 1000)
-    let next: [number, number] | null
-    if (!old) next = op === 'decr' ? [0, 0] : [score, subscore]
+    // The upsert's VALUES row carries the given pair (decr inserts 0/0), and Postgres checks
+    // CHECK (score >= 0) on it before the conflict is resolved: a negative best, set or incr fails
+    // even on an existing row (nakama-api.md §3.1); so does a result past BIGINT.
+    const failed = () => new FakeError(13, 'Error writing score to leaderboard.')
+    if (op !== 'decr' && (score < 0n || subscore < 0n)) throw failed()
+    let next: [bigint, bigint] | null
+    if (!old) next = op === 'decr' ? [0n, 0n] : [score, subscore]
     else next = apply(op, board.sortOrder, [old.score, old.subscore], [score, subscore])
-    if (next && (next[0] < 0 || next[1] < 0)) throw new FakeError(13, 'Error writing score to leaderboard.')
+    if (next && (next[0] < 0n || next[1] < 0n || next[0] > INT64_MAX || next[1] > INT64_MAX)) throw failed()
     if (!old) {
       period.set(ownerId, {
         leaderboardId: id, ownerId, username: username ?? '', score: next![0], subscore: next![1], numScore: 1,
@@ -110,7 +130,7 @@ export class Leaderboards {
   #sorted(board: Board, expiry: number): StoredRecord[] {
     const rows = [...this.#period(board.id, expiry).values()]
     const sign = board.sortOrder === 'desc' ? -1 : 1
-    return rows.sort((a, b) => sign * (a.score - b.score || a.subscore - b.subscore || (a.ownerId < b.ownerId ? -1 : a.ownerId > b.ownerId ? 1 : 0)))
+    return rows.sort((a, b) => sign * (cmp(a.score, b.score) || cmp(a.subscore, b.subscore) || (a.ownerId < b.ownerId ? -1 : a.ownerId > b.ownerId ? 1 : 0)))
   }
 
   /** The rank cache's answer: 0 when ranks are disabled (v3.23+ without enableRanks). */
@@ -136,7 +156,7 @@ export class Leaderboards {
         const c = decodeCursor(cursor)
         if (!c || c.id !== id || c.expiry !== expiry) throw new FakeError(3, 'Cursor is invalid or expired.')
         const sign = board.sortOrder === 'desc' ? -1 : 1
-        start = sorted.findIndex((r) => sign * (r.score - c.score || r.subscore - c.subscore || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0)) > 0)
+        start = sorted.findIndex((r) => sign * (cmp(r.score, c.score) || cmp(r.subscore, c.subscore) || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0)) > 0)
         if (start < 0) start = sorted.length
         rank = c.rank
       }
@@ -154,33 +174,36 @@ export class Leaderboards {
   }
 }
 
-function apply(op: Board['operator'], sort: Board['sortOrder'], old: [number, number], given: [number, number]): [number, number] | null {
+const max = (a: bigint, b: bigint) => (a > b ? a : b)
+const min = (a: bigint, b: bigint) => (a < b ? a : b)
+
+function apply(op: Board['operator'], sort: Board['sortOrder'], old: [bigint, bigint], given: [bigint, bigint]): [bigint, bigint] | null {
   const [s, ss] = old
   const [n, ns] = given
   switch (op) {
     case 'best': {
       const better = sort === 'desc' ? n > s || ns > ss : n < s || ns < ss
       if (!better) return null
-      return sort === 'desc' ? [Math.max(s, n), Math.max(ss, ns)] : [Math.min(s, n), Math.min(ss, ns)]
+      return sort === 'desc' ? [max(s, n), max(ss, ns)] : [min(s, n), min(ss, ns)]
     }
     case 'set':
       return n === s && ns === ss ? null : [n, ns]
     case 'incr':
-      return n === 0 && ns === 0 ? null : [s + n, ss + ns]
+      return n === 0n && ns === 0n ? null : [s + n, ss + ns]
     case 'decr':
-      return n === 0 && ns === 0 ? null : [Math.max(s - n, 0), Math.max(ss - ns, 0)]
+      return n === 0n && ns === 0n ? null : [max(s - n, 0n), max(ss - ns, 0n)]
   }
 }
 
 // Nakama's cursors are base64url gob blobs; this fake uses base64url JSON, equally opaque to clients.
 function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString('base64url')
+  return Buffer.from(JSON.stringify({ ...c, score: String(c.score), subscore: String(c.subscore) })).toString('base64url')
 }
 
 function decodeCursor(text: string): Cursor | null {
   try {
-    const c = JSON.parse(Buffer.from(text, 'base64url').toString()) as Cursor
-    return typeof c.id === 'string' && typeof c.rank === 'number' ? c : null
+    const c = JSON.parse(Buffer.from(text, 'base64url').toString()) as Omit<Cursor, 'score' | 'subscore'> & { score: string; subscore: string }
+    return typeof c.id === 'string' && typeof c.rank === 'number' ? { ...c, score: BigInt(c.score), subscore: BigInt(c.subscore) } : null
   } catch {
     return null
   }

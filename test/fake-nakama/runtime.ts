@@ -13,9 +13,13 @@ type RpcFunction = (ctx: unknown, logger: unknown, nk: unknown, payload: string)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** The loaded module: its RPCs by lower-cased id, and the script's global scope (for unit tests). */
+type HookFunction = (ctx: unknown, logger: unknown, nk: unknown, data: unknown) => unknown
+
+/** The loaded module: its RPCs and before-hooks by lower-cased id, and the script's global scope (for unit tests). */
 export interface Runtime {
   rpcs: Map<string, RpcFunction>
+  /** Before-hooks of API calls by Nakama's lower-cased name ("updateaccount"). */
+  before: Map<string, HookFunction>
   scope: vm.Context
   nk: ReturnType<typeof createNk>
   logs: string[]
@@ -23,31 +27,60 @@ export interface Runtime {
 
 /**
  * Run the module in its own realm the way Nakama's goja runtime does: one script, a top-level
- * InitModule, RPCs registered by top-level function identifiers (an inline function is refused).
+ * InitModule, RPCs and hooks registered by top-level function identifiers (an inline function is
+ * refused). A null source is a Nakama without any JavaScript module: no RPCs, no hooks.
  */
-export function loadRuntime(state: FakeState, source = readFileSync(MODULE_PATH, 'utf8')): Runtime {
+export function loadRuntime(state: FakeState, source: string | null = readFileSync(MODULE_PATH, 'utf8')): Runtime {
   const scope = vm.createContext({})
+  const logs: string[] = []
+  const rpcs = new Map<string, RpcFunction>()
+  const before = new Map<string, HookFunction>()
+  const nk = createNk(state)
+  if (source === null) return { rpcs, before, scope, nk, logs }
   vm.runInContext(source, scope, { filename: MODULE_PATH })
   if (typeof scope.InitModule !== 'function') throw new Error('InitModule function not found')
-  const logs: string[] = []
   const logger = {
     info: (m: string) => logs.push(`info ${m}`),
     warn: (m: string) => logs.push(`warn ${m}`),
     error: (m: string) => logs.push(`error ${m}`),
     debug: (m: string) => logs.push(`debug ${m}`),
   }
-  const rpcs = new Map<string, RpcFunction>()
+  const topLevel = (fn: unknown, what: string): void => {
+    if (typeof fn !== 'function' || !fn.name || scope[fn.name] !== fn) {
+      throw new Error(`js ${what} function must be a top-level named function (errInlinedFunction)`)
+    }
+  }
   const initializer = {
     registerRpc(id: string, fn: RpcFunction) {
-      if (typeof fn !== 'function' || !fn.name || scope[fn.name] !== fn) {
-        throw new Error(`js rpc function ${id} must be a top-level named function (errInlinedFunction)`)
-      }
+      topLevel(fn, `rpc ${id}`)
       rpcs.set(id.toLowerCase(), fn)
     },
+    // runtime_javascript_init.go registerHook: the key is the API name, lower-cased.
+    registerBeforeUpdateAccount(fn: HookFunction) {
+      topLevel(fn, 'registerBeforeUpdateAccount')
+      before.set('updateaccount', fn)
+    },
   }
-  const nk = createNk(state)
   scope.InitModule({ env: {}, executionMode: 'run_once' }, logger, nk, initializer)
-  return { rpcs, scope, nk, logs }
+  return { rpcs, before, scope, nk, logs }
+}
+
+/**
+ * A JS exception as Nakama's invokeFunction reads it: an object with a string `message` and/or an
+ * integer `code` is a custom error (code defaults to 13 Internal); anything else is 13 with the
+ * exception text. `error` is what RpcFuncHttp writes under "error": the jsError, i.e. its stack.
+ */
+function jsFailure(e: unknown): FakeError {
+  if (e && typeof e === 'object' && !(e instanceof Error)) {
+    const { message, code } = e as { message?: unknown; code?: unknown }
+    const custom = typeof message === 'string' || (typeof code === 'number' && Number.isInteger(code))
+    if (custom) {
+      const text = typeof message === 'string' ? message : String(e)
+      return Object.assign(new FakeError(typeof code === 'number' && Number.isInteger(code) ? code : 13, text), { error: { stackTrace: `${text} at invokeFunction (native)` } })
+    }
+  }
+  const text = `${String((e as Error)?.message ?? e)} at invokeFunction (native)`
+  return Object.assign(new FakeError(13, text), { error: { stackTrace: text } })
 }
 
 /** Run an RPC: a thrown {message, code} picks the gRPC code, anything else is 13 with a stack. */
@@ -59,22 +92,41 @@ export function invokeRpc(runtime: Runtime, id: string, payload: string, ctx: Re
     const out = fn({ env: {}, executionMode: 'rpc', userId: '', username: '', queryParams: {}, ...ctx }, logger, runtime.nk, payload)
     return out === undefined || out === null ? '' : String(out)
   } catch (e) {
-    if (e && typeof e === 'object' && 'code' in e && typeof (e as { code: unknown }).code === 'number') {
-      throw new FakeError((e as { code: number }).code, String((e as { message?: unknown }).message))
-    }
-    throw new FakeError(13, `${String((e as Error)?.message ?? e)} at invokeFunction (native)`)
+    throw jsFailure(e)
   }
 }
 
-function intArg(value: unknown, name: string): number {
-  if (value === undefined || value === null) return 0
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`expects number: ${name}`)
-  return value
+/**
+ * RuntimeProviderJS.BeforeReq: the request goes in as protojson with lowerCamelCase names and
+ * every field present (EmitUnpopulated: unset wrappers are null); a throw rejects the call with its
+ * code; null/undefined means "disabled" (the API answers 404 Requested resource was not found.);
+ * any other value is read back as the request. Undefined when no hook is registered.
+ */
+export function invokeBeforeHook(runtime: Runtime, id: string, request: Record<string, unknown>, ctx: Record<string, unknown>): unknown {
+  const fn = runtime.before.get(id)
+  if (!fn) return undefined
+  const logger = { info() {}, warn: (m: string) => runtime.logs.push(`warn ${m}`), error() {}, debug() {} }
+  let out: unknown
+  try {
+    out = fn({ env: {}, executionMode: 'before', queryParams: {}, headers: {}, ...ctx }, logger, runtime.nk, structuredClone(request))
+  } catch (e) {
+    throw jsFailure(e)
+  }
+  if (out === undefined || out === null) throw new FakeError(5, 'Requested resource was not found.')
+  return JSON.parse(JSON.stringify(out))
 }
 
+/** getJsInt: a JS integer (goja exports it as int64); anything else is TypeError "expects number". */
+function intArg(value: unknown, name: string): bigint {
+  if (value === undefined || value === null) return 0n
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TypeError(`expects number: ${name}`)
+  return BigInt(value)
+}
+
+// int64 values reach JS as numbers: exact to 2^53, rounded past it, as goja converts them.
 function jsRecord(r: StoredRecord & { rank: number }) {
   return {
-    leaderboardId: r.leaderboardId, ownerId: r.ownerId, username: r.username, score: r.score, subscore: r.subscore,
+    leaderboardId: r.leaderboardId, ownerId: r.ownerId, username: r.username, score: Number(r.score), subscore: Number(r.subscore),
     numScore: r.numScore, maxNumScore: 1000000, metadata: JSON.parse(r.metadata), createTime: r.createTime,
     updateTime: r.updateTime, expiryTime: r.expiry, rank: r.rank,
   }
@@ -118,13 +170,19 @@ function createNk(state: FakeState) {
         metadata: metadata ?? {}, enableRanks: Boolean(enableRanks), createTime: Math.floor(state.now() / 1000),
       })
     },
+    // leaderboardsGetId: LeaderboardsGet, then leaderboardToJsObject (runtime_javascript_nakama.go): no
+    // reset schedule, only the current period's bounds, each left out when 0 (no schedule).
     leaderboardsGetId(ids: string[]) {
       return ids.flatMap((id) => {
         const b = state.leaderboards.boards.get(id)
         if (!b) return []
-        const next = state.leaderboards.expiry(b, state.now())
-        return [{ id: b.id, authoritative: b.authoritative, sortOrder: b.sortOrder === 'asc' ? 0 : 1, operator: OPERATOR_NAME[b.operator],
-          prevReset: 0, nextReset: next, metadata: b.metadata, createTime: b.createTime }]
+        const now = state.now()
+        const prev = state.leaderboards.lastReset(b, now)
+        const next = state.leaderboards.expiry(b, now)
+        return [{
+          id: b.id, operator: OPERATOR_NAME[b.operator], sortOrder: b.sortOrder === 'asc' ? 0 : 1, metadata: b.metadata,
+          createTime: b.createTime, ...(prev ? { prevReset: prev } : {}), ...(next ? { nextReset: next } : {}), authoritative: b.authoritative,
+        }]
       })
     },
     leaderboardRecordWrite(id: string, ownerId: string, username?: string, score?: number, subscore?: number,

@@ -14,6 +14,8 @@ export interface FakeNakamaOptions {
   /** '3.18' imitates the older server of nakama-api.md §5 (no iat, limit 100, ranks always). */
   version?: '3.18' | '3.40'
   now?: () => number
+  /** The JavaScript module's source: nakama/modules/playfield.js when omitted, none at all when null. */
+  module?: string | null
 }
 
 /** What a test may do to a request before it is served. */
@@ -23,6 +25,7 @@ export type Intercept = 'drop' | 'hang' | 'fail' | undefined
 export interface FakeNakama {
   url: string
   port: number
+  /** socket.server_key and runtime.http_key, read at each request: a test may change them. */
   serverKey: string
   httpKey: string
   state: FakeState
@@ -40,62 +43,83 @@ export interface FakeNakama {
 }
 
 const BEARER_ROUTES = new Set(['/v2/session/logout', '/v2/account'])
+/** socket.max_request_size_bytes, default 262,144 (server/config.go NewSocketConfig). */
+const MAX_REQUEST_BYTES = 262_144
+/**
+ * Past the limit, http.MaxBytesReader (wrapped around every request in server/api.go) fails the
+ * read: the RPC handler answers 400 with this exact body (server/api_rpc.go requestBodyTooLargeBytes),
+ * and grpc-gateway turns the failed body read into InvalidArgument with the reader's message.
+ */
+const TOO_LARGE = 'http: request body too large'
 
 /** Start a fake Nakama on an ephemeral port of 127.0.0.1 that runs nakama/modules/playfield.js. */
 export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<FakeNakama> {
   const old = options.version === '3.18'
   const flavour: Flavour = { iat: !old, maxLimit: old ? 100 : 1000, ranksFlag: !old, wrappedRenameError: !old }
   const state = new FakeState(flavour, options.now ?? Date.now)
-  const runtime = loadRuntime(state)
+  const runtime = loadRuntime(state, options.module)
   const session: SessionConfig = {
     encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key',
     tokenExpirySec: 7200, refreshTokenExpirySec: 2_592_000, ...options.session,
   }
   const api = new Api(state, runtime, session)
-  const serverKey = options.serverKey ?? 'defaultkey'
-  const httpKey = options.httpKey ?? 'defaulthttpkey'
   const calls = new Map<string, number>()
   const held = new Set<http.ServerResponse>()
 
+  // parseBasicAuth (server/api.go): "Basic " + base64 of "user:password", else not Basic at all.
   const basic = (header: string | undefined, key: string): boolean | null => {
     if (!header?.startsWith('Basic ')) return null
-    const decoded = Buffer.from(header.slice(6), 'base64').toString()
+    const encoded = header.slice(6)
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded) || encoded.length % 4 !== 0) return null
+    const decoded = Buffer.from(encoded, 'base64').toString()
     const colon = decoded.indexOf(':')
-    return colon >= 0 && decoded.slice(0, colon) === key
+    if (colon < 0) return null
+    return decoded.slice(0, colon) === key
   }
-  const bearer = (header: string | undefined): Call['claims'] => {
-    if (!header?.startsWith('Bearer ')) throw new FakeError(16, 'Auth token required')
-    const claims = verifyToken(header.slice(7), session.encryptionKey, Math.floor(state.now() / 1000))
+  // parseBearerAuth plus the session cache: anything but a valid, unrevoked "Bearer <JWT>" is invalid.
+  const bearer = (header: string): Call['claims'] => {
+    const claims = header.startsWith('Bearer ') ? verifyToken(header.slice(7), session.encryptionKey, Math.floor(state.now() / 1000)) : null
     if (!claims || state.blacklist.has(claims.tid)) throw new FakeError(16, 'Auth token invalid')
     return claims
   }
+  // RpcFuncHttp writes its own bodies: {"error","message","code"} (nakama-api.md §1.9).
+  const rpcError = (code: number, message: string) => Object.assign(new FakeError(code, message), { rpc: true })
 
-  const route = (call: Call, auth: string | undefined): Answer => {
+  const route = (call: Call, auth: string | undefined, tooLarge: boolean): Answer => {
     const { method, path } = call
     if (path === '/' && method === 'GET') return { raw: '', contentType: 'text/plain' }
+    const rpc = /^\/v2\/rpc\/([^/]+)$/.exec(path)
+    // The gateway reads the body before the gRPC call, and so before its authentication.
+    if (tooLarge && !rpc) throw new FakeError(3, TOO_LARGE)
     if (path.startsWith('/v2/account/authenticate/') || path === '/v2/account/session/refresh') {
       if (method !== 'POST') throw new FakeError(5, 'Not Found')
-      const ok = basic(auth, serverKey)
-      if (ok === null) throw new FakeError(16, 'Server key required')
-      if (!ok) throw new FakeError(16, 'Server key invalid')
+      if (!auth) throw new FakeError(16, 'Server key required')
+      if (!basic(auth, fake.serverKey)) throw new FakeError(16, 'Server key invalid')
       if (path === '/v2/account/authenticate/custom') return api.authenticateCustom(call)
       if (path === '/v2/account/authenticate/email') return api.authenticateEmail(call)
       if (path === '/v2/account/session/refresh') return api.refresh(call)
       throw new FakeError(5, 'Not Found')
     }
-    const rpc = /^\/v2\/rpc\/([^/]+)$/.exec(path)
     if (rpc) {
-      const key = call.query.get('http_key')
-      if (key !== null) {
-        if (key !== httpKey) throw Object.assign(new FakeError(16, 'HTTP key invalid'), { rpc: true })
-      } else {
-        const ok = basic(auth, httpKey)
-        if (ok === false) throw Object.assign(new FakeError(16, 'HTTP key invalid'), { rpc: true })
+      // RpcFuncHttp: a non-empty ?http_key= first, then a Basic header (HTTP key), then a Bearer session.
+      const key = call.query.get('http_key') ?? ''
+      if (key !== '') {
+        if (key !== fake.httpKey) throw rpcError(16, 'HTTP key invalid')
+      } else if (auth) {
+        const ok = basic(auth, fake.httpKey)
+        if (ok === false) throw rpcError(16, 'HTTP key invalid')
         if (ok === null) {
-          if (!auth) throw Object.assign(new FakeError(16, 'Auth token or HTTP key required'), { rpc: true })
-          call.claims = bearer(auth)
+          try {
+            call.claims = bearer(auth)
+          } catch {
+            throw rpcError(16, 'Auth token invalid')
+          }
         }
+      } else {
+        throw rpcError(16, 'Auth token or HTTP key required')
       }
+      if (!runtime.rpcs.has(decodeURIComponent(rpc[1]!).toLowerCase())) throw rpcError(5, 'RPC function not found')
+      if (tooLarge && method === 'POST') throw Object.assign(new FakeError(3, TOO_LARGE), { body: { code: 3, message: TOO_LARGE } })
       try {
         return api.rpc(call, decodeURIComponent(rpc[1]!))
       } catch (e) {
@@ -104,6 +128,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
     }
     const board = /^\/v2\/leaderboard\/([^/]+)$/.exec(path)
     if (!BEARER_ROUTES.has(path) && !board) throw new FakeError(5, 'Not Found')
+    if (!auth) throw new FakeError(16, 'Auth token required')
     call.claims = bearer(auth)
     if (path === '/v2/session/logout' && method === 'POST') return api.logout(call)
     if (path === '/v2/account' && method === 'GET') return api.getAccount(call)
@@ -115,7 +140,11 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size <= MAX_REQUEST_BYTES) chunks.push(c)
+    })
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://fake')
       const name = `${req.method} ${url.pathname}`
@@ -130,7 +159,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
       }
       const call: Call = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body: Buffer.concat(chunks).toString(), contentType: req.headers['content-type'] }
       try {
-        const answer = route(call, req.headers.authorization)
+        const answer = route(call, req.headers.authorization, size > MAX_REQUEST_BYTES)
         if ('raw' in answer) {
           res.writeHead(200, { ...headers, 'content-type': answer.contentType })
           return res.end(answer.raw)
@@ -141,8 +170,8 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
         const err = e instanceof FakeError ? e : new FakeError(13, 'Internal error.')
         if (!(e instanceof FakeError)) process.stderr.write(`fake nakama: ${(e as Error).stack}\n`)
         res.writeHead(httpStatus(err.code), { ...headers, 'content-type': 'application/json' })
-        const rpc = (err as { rpc?: boolean }).rpc
-        res.end(JSON.stringify(rpc ? { code: err.code, error: err.message, message: err.message } : { code: err.code, message: err.message }))
+        const { rpc, error, body } = err as { rpc?: boolean; error?: unknown; body?: unknown }
+        res.end(JSON.stringify(body ?? (rpc ? { code: err.code, error: error ?? err.message, message: err.message } : { code: err.code, message: err.message })))
       }
     })
   })
@@ -167,7 +196,8 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
   })
   await listen()
   const fake: FakeNakama = {
-    url: `http://127.0.0.1:${port}`, port, serverKey, httpKey, state, runtime, calls, intercept: null,
+    url: `http://127.0.0.1:${port}`, port, serverKey: options.serverKey ?? 'defaultkey', httpKey: options.httpKey ?? 'defaulthttpkey',
+    state, runtime, calls, intercept: null,
     stop, start: listen,
     async restart() {
       await stop()

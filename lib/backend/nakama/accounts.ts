@@ -1,7 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { HttpError, rateLimited } from '../../http/errors.js'
+import { logLine } from '../../http/server.js'
 import type { Rule } from '../../limiter.js'
-import type { Account, AccountPart, BackendSession } from '../backend.js'
+import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession } from './claims.js'
 import { NakamaError, type NakamaClient } from './client.js'
 import { Revocations } from './revocations.js'
@@ -29,6 +30,26 @@ function taken(username: string): HttpError {
   return new HttpError(409, 'USERNAME_TAKEN', `the username "${username}" is taken`)
 }
 
+/** Said once per process: every token Nakama issues lives as long, so once is enough. */
+let warnedShortTokens = false
+
+/**
+ * The platform cannot change Nakama's session.token_expiry_sec (default 60 s, nakama-api.md §2).
+ * Below 5 minutes even a fresh token misses CONTRACT §3's promise for GET /api/auth/backend-token,
+ * which then refreshes at every call and still answers a token that short: say what to raise.
+ */
+function checkLifetime(session: BackendSession, now: number): BackendSession {
+  const leftMs = session.expiresAt - now
+  if (leftMs < MIN_TOKEN_LIFE_MS && !warnedShortTokens) {
+    warnedShortTokens = true
+    logLine({
+      event: 'nakama.short_tokens', tokenLifetimeSec: Math.round(leftMs / 1000), neededSec: MIN_TOKEN_LIFE_MS / 1000,
+      fix: "raise Nakama's session.token_expiry_sec well above 300 (3600 recommended, README: Configuration notes)",
+    })
+  }
+  return session
+}
+
 /** Sign-in, sessions, accounts, roles and limiter buckets on Nakama accounts and storage. */
 export class NakamaAccounts implements AccountPart {
   readonly #revocations: Revocations
@@ -45,7 +66,7 @@ export class NakamaAccounts implements AccountPart {
           body: { id: `playfield-guest-${randomUUID()}` },
           auth: 'server',
         })
-        return toBackendSession(body)
+        return checkLifetime(toBackendSession(body), this.now())
       } catch (err) {
         if (!isTaken(err)) throw err
       }
@@ -59,7 +80,7 @@ export class NakamaAccounts implements AccountPart {
         body: { email: `${randomUUID()}@${EMAIL_DOMAIN}`, password: nakamaPassword(password) },
         auth: 'server',
       })
-      return toBackendSession(body)
+      return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
       throw isTaken(err) ? taken(username) : err
     }
@@ -71,7 +92,7 @@ export class NakamaAccounts implements AccountPart {
       const body = await this.client.request('POST', '/v2/account/authenticate/email', {
         query: { create: 'false', username }, body: { password: nakamaPassword(password) }, auth: 'server',
       })
-      return toBackendSession(body)
+      return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
       // 404 unknown name, 401 wrong password, 403 banned, 400 malformed: one answer for all.
       if (err instanceof NakamaError) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
@@ -83,7 +104,7 @@ export class NakamaAccounts implements AccountPart {
   async refresh(refreshToken: string): Promise<BackendSession> {
     if (!(await this.sessionActive(refreshToken))) throw noSession()
     try {
-      return toBackendSession(await this.client.request('POST', '/v2/account/session/refresh', { body: { token: refreshToken }, auth: 'server' }))
+      return checkLifetime(toBackendSession(await this.client.request('POST', '/v2/account/session/refresh', { body: { token: refreshToken }, auth: 'server' })), this.now())
     } catch (err) {
       if (err instanceof NakamaError) throw noSession()
       throw err

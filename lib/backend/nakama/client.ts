@@ -1,5 +1,6 @@
 import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
+import { logLine } from '../../http/server.js'
 
 /** A 4xx answer of Nakama: its HTTP status, gRPC code and message, for the backend to map. */
 export class NakamaError extends Error {
@@ -10,6 +11,31 @@ export class NakamaError extends Error {
     message: string,
   ) {
     super(message)
+  }
+}
+
+/** The variable an operator must fix, and what it must be. */
+const FIXES = {
+  NAKAMA_SERVER_KEY: "Nakama's socket.server_key",
+  NAKAMA_HTTP_KEY: "Nakama's runtime.http_key",
+  NAKAMA_URL: 'a Nakama running nakama/modules/playfield.js (README: Installing the module)',
+} as const
+
+/**
+ * Nakama refused the platform's own key, or runs without the module: nothing a user did. Users get
+ * 503 BACKEND_UNAVAILABLE (never INVALID_CREDENTIALS or INTERNAL); the cause is logged where it is thrown.
+ */
+export class NakamaMisconfigured extends HttpError {
+  constructor(
+    readonly variable: keyof typeof FIXES,
+    readonly problem: string,
+  ) {
+    super(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
+  }
+
+  /** What the variable must be. */
+  get expected(): string {
+    return FIXES[this.variable]
   }
 }
 
@@ -27,6 +53,8 @@ export interface RequestOptions {
 export interface ClientOptions {
   /** Per-request limit; past it the request is abandoned and answered 503. */
   timeoutMs?: number
+  /** Where a misconfiguration's cause is logged (logLine when omitted). */
+  log?: (entry: Record<string, unknown>) => void
 }
 
 /** 5 s: a healthy Nakama answers in milliseconds; a request past this is a hung node. */
@@ -45,6 +73,7 @@ export class NakamaClient {
   readonly #server: string
   readonly #http: string
   readonly #timeoutMs: number
+  readonly #log: (entry: Record<string, unknown>) => void
 
   constructor(config: NakamaConfig, options: ClientOptions = {}) {
     this.#base = config.url
@@ -52,6 +81,7 @@ export class NakamaClient {
     this.#server = `Basic ${Buffer.from(`${config.serverKey}:`).toString('base64')}`
     this.#http = `Basic ${Buffer.from(`${config.httpKey}:`).toString('base64')}`
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    this.#log = options.log ?? logLine
   }
 
   /** Send one request; resolves with the parsed JSON body, throws NakamaError (4xx) or 503. */
@@ -101,8 +131,29 @@ export class NakamaClient {
     }
     if (res.ok) return body
     const fields = (body ?? {}) as { code?: unknown; message?: unknown }
-    throw new NakamaError(res.status, Number(fields.code ?? 0), String(fields.message ?? res.statusText))
+    const code = Number(fields.code ?? 0)
+    const message = String(fields.message ?? res.statusText)
+    const variable = misconfigured(options.auth, path, res.status, message)
+    if (variable) {
+      this.#log({ event: 'nakama.misconfigured', variable, problem: message, status: res.status, request: `${method} ${path}`, expected: FIXES[variable] })
+      throw new NakamaMisconfigured(variable, message)
+    }
+    // Aborted: the module gave up after its storage-version retries (contention); worth another try later.
+    if (code === 10 && path.startsWith('/v2/rpc/')) throw backendUnavailable()
+    throw new NakamaError(res.status, code, message)
   }
+}
+
+/**
+ * Which variable is wrong when Nakama refuses the platform itself (nakama-api.md §1.0, §1.9): the
+ * server key on sign-in calls (not a user's wrong password: 'Invalid credentials.'), the HTTP key
+ * on RPCs, or the URL of a Nakama without the module ('RPC function not found').
+ */
+function misconfigured(auth: NakamaAuth, path: string, status: number, message: string): keyof typeof FIXES | null {
+  if (status === 401 && auth === 'server' && message.startsWith('Server key')) return 'NAKAMA_SERVER_KEY'
+  if (status === 401 && auth === 'http') return 'NAKAMA_HTTP_KEY'
+  if (status === 404 && path.startsWith('/v2/rpc/') && message === 'RPC function not found') return 'NAKAMA_URL'
+  return null
 }
 
 /** A failure worth one more try for an idempotent request: unreachable, reset, or a 5xx. */

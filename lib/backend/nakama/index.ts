@@ -3,6 +3,7 @@ import { composeBackend, type Backend } from '../backend.js'
 import { NakamaAccounts } from './accounts.js'
 import { NakamaClient, type ClientOptions } from './client.js'
 import { NakamaLeaderboards } from './leaderboards.js'
+import { checkNakama } from './startup.js'
 
 /**
  * The Nakama game backend (GAME_BACKEND=nakama): accounts, passwords and sessions in Nakama,
@@ -16,4 +17,11 @@ export function createNakamaBackend(config: Readonly<PlatformConfig>, options: C
   const boards = new NakamaLeaderboards(client)
   // Node's fetch pool closes idle keep-alive sockets by itself; nothing else is held.
   return composeBackend('nakama', accounts, boards, async () => undefined)
+}
+
+/** The Nakama backend, once Nakama has taken NAKAMA_URL and the keys (ConfigError otherwise, CONTRACT §1). */
+export async function openNakamaBackend(config: Readonly<PlatformConfig>): Promise<Backend> {
+  // Quiet: a refusal here becomes the ConfigError's one line, which names the cause.
+  if (config.nakama) await checkNakama(new NakamaClient(config.nakama, { log: () => undefined }), config.nakama)
+  return createNakamaBackend(config)
 }

@@ -1,3 +1,4 @@
+import { resetTimes } from '../../catalogue/schedule.js'
 import { HttpError } from '../../http/errors.js'
 import { logLine } from '../../http/server.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
@@ -28,14 +29,21 @@ export class NakamaLeaderboards implements LeaderboardPart {
   async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
     clearTimeout(this.#retry)
     this.#operators = new Map(boards.map((b) => [b.id, b.operator]))
-    const payload = boards.map((b) => ({ id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative }))
+    // `resets`: Nakama reports a board's schedule only as its current period's bounds (the module compares).
+    const now = Date.now()
+    const payload = boards.map((b) => ({
+      id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative,
+      resets: resetTimes(b.resetSchedule, now),
+    }))
     try {
       const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
       logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err
       logLine({ event: 'nakama.leaderboards_pending', retryInMs: SYNC_RETRY_MS })
-      this.#retry = setTimeout(() => void this.syncLeaderboards(boards).catch(() => undefined), SYNC_RETRY_MS).unref()
+      this.#retry = setTimeout(() => {
+        this.syncLeaderboards(boards).catch((again: unknown) => logLine({ event: 'nakama.leaderboards_failed', error: again instanceof Error ? again.message : String(again) }))
+      }, SYNC_RETRY_MS).unref()
     }
   }
 

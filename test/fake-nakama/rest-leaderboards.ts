@@ -1,0 +1,77 @@
+import { FakeError } from './errors.js'
+import { int64Of, parseKeepingNumbers, positions } from './json.js'
+import { jsonbText, type StoredRecord } from './leaderboards.js'
+import type { Answer, Call } from './api.js'
+import type { FakeState } from './state.js'
+
+// The REST leaderboard calls (nakama-api.md §1.6, §1.7), with Bearer auth already checked.
+
+/** A query parameter of an integer field, as grpc-gateway parses it (strconv). */
+function queryInt(value: string, type: string): number {
+  if (!/^-?[0-9]+$/.test(value)) throw new FakeError(3, `strconv.Parse${type}: parsing ${JSON.stringify(value)}: invalid syntax`)
+  return Number(value)
+}
+
+/** A LeaderboardRecord as the gateway writes it: int64 as strings, zero values left out. */
+function restRecord(r: StoredRecord & { rank: number }) {
+  const out: Record<string, unknown> = { leaderboard_id: r.leaderboardId, owner_id: r.ownerId }
+  if (r.username) out.username = r.username
+  if (r.score) out.score = r.score.toString()
+  if (r.subscore) out.subscore = r.subscore.toString()
+  out.num_score = r.numScore
+  out.metadata = r.metadata
+  out.create_time = new Date(r.createTime * 1000).toISOString().replace('.000Z', 'Z')
+  out.update_time = new Date(r.updateTime * 1000).toISOString().replace('.000Z', 'Z')
+  if (r.expiry) out.expiry_time = new Date(r.expiry * 1000).toISOString().replace('.000Z', 'Z')
+  if (r.rank) out.rank = String(r.rank)
+  out.max_num_score = 1000000
+  return out
+}
+
+const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = {
+  0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
+}
+
+/** ListLeaderboardRecords (GET /v2/leaderboard/{id}). */
+export function listRecords(state: FakeState, call: Call, id: string): Answer {
+  const owners = call.query.getAll('owner_ids')
+  if (owners.some((o) => !/^[0-9a-f-]{36}$/.test(o))) throw new FakeError(3, 'One or more owner IDs are invalid.')
+  const rawLimit = call.query.get('limit')
+  const limit = rawLimit === null ? undefined : queryInt(rawLimit, 'Int')
+  const list = state.leaderboards.list(id, owners, limit, call.query.get('cursor') ?? '', queryInt(call.query.get('expiry') ?? '0', 'Int'), state.now())
+  const out: Record<string, unknown> = {}
+  if (list.records.length) out.records = list.records.map(restRecord)
+  if (list.ownerRecords.length) out.owner_records = list.ownerRecords.map(restRecord)
+  if (list.nextCursor) out.next_cursor = list.nextCursor
+  if (list.prevCursor) out.prev_cursor = list.prevCursor
+  if (list.rankCount) out.rank_count = String(list.rankCount)
+  return { json: out }
+}
+
+
+export function writeRecord(state: FakeState, call: Call, id: string): Answer {
+  const body = parseKeepingNumbers(call.body)
+  const at = positions.get(body)
+  const score = int64Of(body.score, at?.get('score'))
+  const subscore = int64Of(body.subscore, at?.get('subscore'))
+  const board = state.leaderboards.board(id)
+  if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
+  let metadata: string | undefined
+  // protojson: null is the default; Nakama validates only a non-empty metadata string.
+  if (body.metadata !== undefined && body.metadata !== null && body.metadata !== '') {
+    if (typeof body.metadata !== 'string') throw new FakeError(3, 'proto: invalid value for string type')
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(body.metadata)
+    } catch {
+      parsed = null
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FakeError(3, 'Metadata value must be JSON, if provided.')
+    metadata = jsonbText(parsed)
+  }
+  const operator = body.operator as { text?: string } | string | undefined
+  const op = OPERATORS[typeof operator === 'object' && operator !== null ? String(operator.text) : String(operator ?? 0)]
+  const record = state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, score, subscore, metadata, op, state.now())
+  return { json: restRecord(record) }
+}
+

@@ -1,8 +1,6 @@
 import { isIP, BlockList } from 'node:net'
 import path from 'node:path'
-import Type from 'typebox'
-import type { TSchema } from 'typebox'
-import { Compile, type Validator } from 'typebox/compile'
+import { Compile, Type, type TSchema, type Validator } from './typebox.js'
 
 /** A bad environment variable: the process prints `message` (one line) and exits 2 (CONTRACT §1). */
 export class ConfigError extends Error {

@@ -1,6 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import Type from 'typebox'
-import { Compile } from 'typebox/compile'
+import { Compile, Type } from './typebox.js'
 
 /** A ticket lives at most this long (CONTRACT §6: "at most 60 s old"). */
 export const TICKET_TTL_MS = 60_000

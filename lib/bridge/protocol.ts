@@ -1,5 +1,4 @@
-import Type from 'typebox'
-import { Compile } from 'typebox/compile'
+import { Compile, Type } from '../typebox.js'
 
 /** Terminal sizes are integers 1-1000 (CONTRACT §6). */
 const Size = Type.Integer({ minimum: 1, maximum: 1000 })

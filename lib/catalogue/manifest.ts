@@ -1,6 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox'
-import { Compile, type Validator } from 'typebox/compile'
-import { Settings } from 'typebox/system'
+import { Compile, Settings, Type, type Static, type TSchema, type Validator } from '../typebox.js'
 
 // TypeBox stops at 8 errors by default; a manifest's author wants every problem in one run.
 Settings.Set({ maxErrors: 100 })

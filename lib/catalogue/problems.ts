@@ -1,5 +1,4 @@
-import type { TSchema } from 'typebox'
-import type { Validator } from 'typebox/compile'
+import type { TSchema, Validator } from '../typebox.js'
 import { PATTERN_TEXT } from './manifest.js'
 
 /** One catalogue problem; printed as `<file>: <JSON path>: <what is wrong>` (CONTRACT §5). */

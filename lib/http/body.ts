@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import contentType from 'content-type'
-import type { Validator } from 'typebox/compile'
-import type { TSchema, Static } from 'typebox'
+import type { Static, TSchema, Validator } from '../typebox.js'
 import { HttpError } from './errors.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */

@@ -1,5 +1,4 @@
-import Type from 'typebox'
-import { Compile } from 'typebox/compile'
+import { Compile, Type } from '../typebox.js'
 
 // CONTRACT §3: 3-24 characters of A-Z a-z 0-9 _ -, starting with a letter or digit. ASCII only,
 // so look-alikes (Cyrillic "а", fullwidth "Ａ") and control characters never pass; the pattern

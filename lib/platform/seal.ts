@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
-import Type from 'typebox'
-import { Compile } from 'typebox/compile'
+import { Compile, Type } from '../typebox.js'
 
 /** What the session cookie carries (CONTRACT §2): enough for any platform instance to serve the user. */
 export interface SessionState {

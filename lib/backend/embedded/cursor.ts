@@ -1,5 +1,4 @@
-import Type from 'typebox'
-import { Compile } from 'typebox/compile'
+import { Compile, Type } from '../../typebox.js'
 import { HttpError } from '../../http/errors.js'
 import { MAX_SCORE, type RankKey } from '../../leaderboard.js'
 

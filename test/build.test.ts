@@ -1,0 +1,18 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { ROOT } from './helpers/platform.js'
+
+// `npm run build` bundles TypeBox into dist/lib/typebox.js (lib/typebox.ts says why: loading its
+// ~700 modules one by one took 300-500 ms of every start). Unbundled it would still work, only
+// slower, so nothing else would notice the bundling step going missing: this test does.
+t.test('the built TypeBox module is one bundle that loads no TypeBox module of its own', async (t) => {
+  const built = readFileSync(path.join(ROOT, 'dist/lib/typebox.js'), 'utf8')
+  t.notMatch(built, /\bfrom\s*["']typebox/, 'no import of the typebox package is left')
+  t.notMatch(built, /\bimport\s*\(?\s*["']\.{1,2}\//, 'no relative import either')
+  const typebox = await import('../lib/typebox.js')
+  const schema = typebox.Compile(typebox.Type.Object({ n: typebox.Type.Integer() }))
+  t.equal(schema.Check({ n: 1 }), true)
+  t.equal(schema.Check({ n: 1.5 }), false)
+  t.type(typebox.Settings.Set, 'function')
+})

@@ -5,7 +5,7 @@ import { HttpError } from '../lib/http/errors.js'
 import { RENAME_RULE } from '../lib/limiter.js'
 import type { Backend } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
-import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 
 // The Nakama backend called in-process against a fake Nakama, or the real one named by NAKAMA_URL,
 // NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY. Names are random so a real server can be reused.
@@ -256,17 +256,11 @@ t.test("Nakama refusing the platform's own keys, or without the module, is 503 B
 t.test("the module's Aborted (storage contention past its retries, HTTP 409) is 503 BACKEND_UNAVAILABLE", onFake, async (t) => {
   const b = backend()
   const s = await b.register(name('busy'), 'password123')
-  const nk = fake!.runtime.nk
-  const write = nk.storageWrite
-  t.teardown(() => void (nk.storageWrite = write))
-  nk.storageWrite = (writes) => {
-    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
-    return write(writes)
-  }
+  const contention = contendStorage(t, fake!)
   const before = fake!.calls.get('POST /v2/rpc/playfield_rename') ?? 0
   await rejects(t, b.renameUser(s.userId, name('busy2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'rename: not INTERNAL')
   t.equal(fake!.calls.get('POST /v2/rpc/playfield_rename'), before + 1, 'sent once')
   await rejects(t, b.grantRole(name('busy'), 'developer'), 503, 'BACKEND_UNAVAILABLE', 'grant')
-  nk.storageWrite = write
+  contention.restore()
   t.same(await b.getAccount(s.userId), { id: s.userId, username: name('busy'), roles: [] }, 'nothing changed')
 })

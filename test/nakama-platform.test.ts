@@ -6,7 +6,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { startFakeNakama } from './fake-nakama/server.js'
 
 // The platform on the Nakama backend, black-box over HTTP: two instances on one Nakama (the fake,
@@ -372,18 +372,12 @@ t.test("Nakama's default 60 s tokens: one warning naming session.token_expiry_se
 
 t.test('storage contention past the module\'s retries: a rename is 503, `users grant` says so in one line', onFake, async (t) => {
   const { client, id } = await register(a, name('jam'))
-  const nk = fake!.runtime.nk
-  const write = nk.storageWrite
-  t.teardown(() => void (nk.storageWrite = write))
-  nk.storageWrite = (writes) => {
-    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
-    return write(writes)
-  }
+  const contention = contendStorage(t, fake!)
   const res = await client.put('/api/user/username', { username: name('jam2') })
   t.equal(res.status, 503)
   t.same(await res.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
   const granted = await usersCommand(env, 'grant', name('jam'), 'developer')
   t.same(granted, { code: 1, stdout: '', stderr: 'users: the game backend is unavailable; try again shortly\n' })
-  nk.storageWrite = write
+  contention.restore()
   t.same((await json(await client.get('/api/auth/session'))).user, { id, username: name('jam'), roles: [] }, 'nothing changed')
 })

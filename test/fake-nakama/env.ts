@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads'
+import type { Test } from 'tap'
 import { startFakeNakama, type FakeNakama, type FakeNakamaOptions } from './server.js'
 import type { Question } from './worker.js'
 
@@ -82,4 +83,20 @@ export function countInNakama(dataDir: string, sql: string, ...params: unknown[]
   if (query === 'SELECT count(*) FROM accounts') return ask(dataDir, { kind: 'accounts' })
   if (query === "SELECT count(*) FROM buckets WHERE key = 'rename:' || ?") return ask(dataDir, { kind: 'rename-bucket', userId: String(params[0]) })
   throw new Error(`countInNakama: no Nakama equivalent for ${query}`)
+}
+
+/**
+ * Until `restore` is called (and at the latest when `t` ends), every write of the module to its
+ * buckets or roles fails its version check, as under contention past the module's retries.
+ */
+export function contendStorage(t: Test, fake: FakeNakama): { restore(): void } {
+  const nk = fake.runtime.nk
+  const write = nk.storageWrite
+  const restore = (): void => void (nk.storageWrite = write)
+  t.teardown(restore)
+  nk.storageWrite = (writes) => {
+    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
+    return write(writes)
+  }
+  return { restore }
 }

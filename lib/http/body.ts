@@ -98,7 +98,6 @@ export async function readJson(req: IncomingMessage, optional = false): Promise<
   const problem = jsonTypeProblem(req)
   if (problem) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', problem)
   raw ??= await readRaw(req)
-  if (optional && raw.length === 0) return undefined
   let text: string
   try {
     text = utf8.decode(raw)

@@ -16,7 +16,15 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     if (!line) await new Promise((r) => setTimeout(r, 20))
   }
   t.match(line, { time: /^\d{4}-\d\d-\d\dT/, event: 'http.request', id, method: 'GET', path: '/api/games', status: 200, ms: Number, ip: '127.0.0.1' })
+  const ms = line!.ms as number
+  t.ok(ms >= 0 && ms < 10_000 && Number.isInteger(Math.round(ms * 100)) && Math.abs(ms * 100 - Math.round(ms * 100)) < 1e-6, `ms ${ms} in hundredths`)
   t.ok(from >= 0)
+
+  // Ids are unique per request and keep a UUID's shape (random per process, a counter per request).
+  const more = await Promise.all([1, 2, 3].map(() => rawRequest(platform.url, 'GET', '/api/games')))
+  const ids = [id, ...more.map((r) => r.headers['x-request-id'])]
+  t.equal(new Set(ids).size, 4, 'four requests, four ids')
+  for (const other of ids) t.match(other, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
 
   // Paths a client writes oddly are logged as URL parsing reads them, in lines that stay JSON.
   const odd: [string, string][] = [

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { nextRequestId } from './request-id.js'
 import type { Duplex } from 'node:stream'
 
 /** Parser errors with their own answer; every other one is 400 BAD_REQUEST. */
@@ -22,7 +22,7 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
   }
   const [status, reason, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED
   const body = JSON.stringify({ error: message, code })
-  const id = randomUUID()
+  const id = nextRequestId()
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,

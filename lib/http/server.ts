@@ -1,5 +1,4 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
-import { randomUUID } from 'node:crypto'
 import type { BlockList } from 'node:net'
 import { clientAddress, header } from './client-address.js'
 import { parseTarget, pathnameOf } from './target.js'
@@ -8,6 +7,7 @@ import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { isoNow, logLine, queueLine } from './log.js'
 import { serverOnClientError } from './client-error.js'
+import { nextRequestId } from './request-id.js'
 
 // Where it always was: bin/ files and the backends import logLine from here.
 export { logLine }
@@ -100,7 +100,7 @@ function hasVary(flat: unknown[]): boolean {
 class Exchange implements RouteContext {
   params = NO_PARAMS
   readonly started = performance.now()
-  readonly requestId = randomUUID()
+  readonly requestId = nextRequestId()
   readonly method: string
   readonly target: string
   readonly pathname: string
@@ -145,21 +145,25 @@ class Exchange implements RouteContext {
   }
 }
 
+/** '00' to '99': the fraction of the access log's milliseconds. */
+const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'))
+
 /** The access-log line, one per request, when the response is done (or the client went away). */
 function resOnClose(this: PlatformResponse): void {
   const ex = this.exchange!
-  const ms = Math.round((performance.now() - ex.started) * 100) / 100
+  const hundredths = Math.round((performance.now() - ex.started) * 100)
   if (ex.log) {
-    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status: this.statusCode, ms, ip: ex.ip })
+    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status: this.statusCode, ms: hundredths / 100, ip: ex.ip })
     return
   }
   // The same line logLine would write, built without an intermediate object (it is written for
   // every request). Nothing in it needs escaping: the method is an HTTP token, the address an IP
   // literal (llhttp and isIP admit nothing else), and the path printable ASCII without quotes or
-  // backslashes (pathnameOf's plain paths, or URL's percent-encoded ones).
+  // backslashes (pathnameOf's plain paths, or URL's percent-encoded ones). The milliseconds are
+  // written from integers: formatting the double cost a tenth of a microsecond per request.
   queueLine(
     `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
-      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${ms},"ip":"${ex.ip}"}\n`,
+      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${Math.floor(hundredths / 100)}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
   )
 }
 

@@ -90,6 +90,22 @@ t.test('a rename reaches the other sessions: their backend token and their score
   t.notOk(board.records.some((r) => r.owner_id !== taker.id && r.username === 'Shared_Old'), 'no record shows the old name, now someone else\'s')
 })
 
+t.test('a session that read its new name first still gets a token carrying it, never the old one', async (t) => {
+  const first = new Client(platform.url)
+  const user = await signUp(t, first, 'Read_Old')
+  const second = new Client(platform.url)
+  t.equal((await second.post('/api/auth/login', { username: 'Read_Old', password: 'correct horse' })).status, 200)
+  t.equal((await rename(first, 'read_new')).status, 200)
+  const session = (await (await second.get('/api/auth/session')).json()) as { user: { username: string } }
+  t.equal(session.user.username, 'read_new')
+  const taker = await signUp(t, new Client(platform.url), 'Read_Old')
+  const token = (await (await second.get('/api/auth/backend-token')).json()) as { token: string; username: string; user_id: string }
+  t.equal(token.username, 'read_new')
+  t.equal(decodeJwt(token.token).claims.usn, 'read_new', 'the token names the account as it is now')
+  t.equal(decodeJwt(token.token).claims.uid, user.id)
+  t.not(taker.id, user.id)
+})
+
 t.test('renaming to the current name changes and spends nothing; a change of case is a change', async (t) => {
   const c = new Client(platform.url)
   const user = await signUp(t, c, 'sameName')

@@ -5,7 +5,7 @@ import { json } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
 import { EmptyBody, isPasswordText, LoginBody, RegisterBody } from './schemas.js'
-import { requireSession, sessionCookie, stateOf } from './session.js'
+import { renamedState, requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
 // Sessions and tokens are per user: no cache may keep them.
@@ -72,8 +72,8 @@ export function authRoutes(router: Router, app: App): void {
       cookie.clear(ctx)
       throw new HttpError(401, 'NO_SESSION', 'no session')
     }
-    // Renamed from another session: carry the current name from here on.
-    if (account.username !== state.usn) cookie.write(ctx, { ...state, usn: account.username }, app.now())
+    // Renamed from another session: the cookie and its backend token take the current name.
+    if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())
     json(ctx.res, 200, { success: true, user: { id: account.id, username: account.username, roles: account.roles } }, NO_STORE)
   })
 

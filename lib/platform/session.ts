@@ -77,6 +77,21 @@ export function stateOf(session: BackendSession, now: number, previous?: Session
   }
 }
 
+/**
+ * The state once the account is called `username`: the cookie's name and its backend token's name
+ * always agree, so the token is refreshed to carry the new one (as Nakama's refresh does). When
+ * the refresh is refused (logged out meanwhile), the old state with the new name: its refresh
+ * token is revoked, so the next request refuses the cookie anyway.
+ */
+export async function renamedState(backend: Backend, state: SessionState, username: string, now: number): Promise<SessionState> {
+  try {
+    return stateOf(await backend.refresh(state.rt), now, state)
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err
+    return { ...state, usn: username }
+  }
+}
+
 /** The `exp` claim of a JWT in Unix ms, read without checking the signature (the backend checks that). */
 function jwtExpiry(token: string): number | null {
   try {

@@ -1,11 +1,10 @@
 import { readBody } from '../http/body.js'
-import { HttpError } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
 import { UsernameBody } from './schemas.js'
-import { requireSession, sessionCookie, stateOf } from './session.js'
+import { renamedState, requireSession, sessionCookie } from './session.js'
 
 /** `PUT /api/user/username` (spec 4 rule 5, CONTRACT §3). */
 export function userRoutes(router: Router, app: App): void {
@@ -16,17 +15,7 @@ export function userRoutes(router: Router, app: App): void {
     const { username } = await readBody(ctx.req, UsernameBody)
     // One backend step: bucket read, take, rename, bucket write; 409 or 429 leave everything as it was.
     const account = await app.backend.renameUser(state.uid, username, RENAME_RULE, app.now())
-    if (account.username !== state.usn) {
-      // Refresh at once so the next backend token (and its `usn`) carries the new name, as Nakama's refresh does.
-      let next = { ...state, usn: account.username }
-      try {
-        next = stateOf(await app.backend.refresh(state.rt), app.now(), state)
-      } catch (err) {
-        // Logged out concurrently: the rename stands; the cookie is refused on its next use anyway.
-        if (!(err instanceof HttpError)) throw err
-      }
-      cookie.write(ctx, next, app.now())
-    }
+    if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())
     json(ctx.res, 200, { success: true, username: account.username }, { 'cache-control': 'no-store' })
   })
 }

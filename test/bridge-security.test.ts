@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
 import { BRIDGE_JS, startPlatform } from './helpers/platform.js'
+import { rawExchange } from './helpers/raw-http.js'
 import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, upgradeStatus } from './helpers/terminal.js'
 
 /** Pids whose parent is `pid`. */
@@ -37,6 +38,23 @@ t.test('GET / is the health payload; other paths 404', async (t) => {
   const post = await fetch(bridge.url + '/', { method: 'POST' })
   t.equal(post.status, 405)
   t.equal(post.headers.get('allow'), 'GET, HEAD')
+})
+
+t.test('odd targets never end the bridge: `//[/` is a path (404), a target no URL can be made of 400', async (t) => {
+  // nginx passes /terminal-ws/\[/ on as `/\[/`; new URL against a base read that as the bad host `[`.
+  const cases: [string, number, Record<string, string>][] = [
+    ['//[/', 404, { error: 'not found', code: 'NOT_FOUND' }],
+    ['/\\[/', 404, { error: 'not found', code: 'NOT_FOUND' }],
+    ['http://[/ws', 400, { error: 'the request target is not a valid URL', code: 'BAD_REQUEST' }],
+  ]
+  for (const [target, status, body] of cases) {
+    const plain = await rawExchange(bridge.port, `GET ${target} HTTP/1.1\r\nHost: x`)
+    t.match(plain, new RegExp(`^HTTP/1\\.1 ${status} `), `GET ${target}`)
+    t.same(JSON.parse(plain.slice(plain.indexOf('\r\n\r\n') + 4)), body)
+    const upgrade = await rawExchange(bridge.port, `GET ${target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
+    t.match(upgrade, new RegExp(`^HTTP/1\\.1 ${status} `), `upgrade at ${target}`)
+  }
+  t.match(await health(), { status: 'ok' }, 'still serving')
 })
 
 t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403, and nothing is spawned', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import net from 'node:net'
 import { startPlatform } from './helpers/platform.js'
-import { rawRequest, waitForLog } from './helpers/raw-http.js'
+import { rawExchange, rawRequest, waitForLog } from './helpers/raw-http.js'
 
 t.test('the real platform: X-Request-Id and one JSON access-log line on stdout per request', async (t) => {
   const platform = await startPlatform()
@@ -44,7 +44,18 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     }
     t.match(entry, { event: 'http.request', id, method: 'GET', path, status: 404 }, `${target} is logged as ${path}`)
   }
+
+  // Targets llhttp lets through but no URL can be made of: 400 in JSON, and the process lives on.
+  for (const target of ['http://[/', 'http://[::1/api/games', 'http://a:99999/api/games']) {
+    const answer = await rawExchange(port(platform.url), `GET ${target} HTTP/1.1\r\nHost: x`)
+    t.match(answer, /^HTTP\/1\.1 400 /, target)
+    t.match(answer, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i)
+    t.same(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'the request target is not a valid URL', code: 'BAD_REQUEST' })
+  }
+  t.equal((await rawRequest(platform.url, 'GET', '/api/games')).status, 200, 'still serving')
 })
+
+const port = (url: string): number => Number(new URL(url).port)
 
 /** Send a request's headers and the first half of its body; the rest when `finish` is called. */
 function slowRequest(port: number, body: string): { response: Promise<string>; finish: () => void } {

@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
+import { parseTarget } from '../http/target.js'
 import { SpentTickets, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
@@ -30,6 +31,13 @@ interface BridgeOptions {
   log: (entry: Record<string, unknown>) => void
 }
 
+/** The health server's error bodies by status. */
+const ERRORS: Record<number, [error: string, code: string]> = {
+  400: ['the request target is not a valid URL', 'BAD_REQUEST'],
+  404: ['not found', 'NOT_FOUND'],
+  405: ['method not allowed', 'METHOD_NOT_ALLOWED'],
+}
+
 /** Refuse an upgrade on the raw socket, as ws's abortHandshake does; nothing is spawned. */
 function refuse(socket: Duplex, status: number, message: string): void {
   socket.once('finish', () => socket.destroy())
@@ -49,12 +57,13 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
 
   const server = http.createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://bridge.invalid').pathname
+    // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
+    const path = parseTarget(req.url ?? '/')?.pathname
     const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')
-    const status = health ? 200 : path === '/' ? 405 : 404
+    const status = health ? 200 : path === undefined ? 400 : path === '/' ? 405 : 404
     const body = health
       ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor((Date.now() - started) / 1000) }
-      : { error: status === 405 ? 'method not allowed' : 'not found', code: status === 405 ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND' }
+      : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
     const text = JSON.stringify(body)
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
     res.end(req.method === 'HEAD' ? undefined : text)
@@ -62,7 +71,8 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
-    const url = new URL(req.url ?? '/', 'http://bridge.invalid')
+    const url = parseTarget(req.url ?? '/')
+    if (!url) return refuse(socket, 400, 'the request target is not a valid URL')
     if (url.pathname !== '/ws') return refuse(socket, 404, 'not found')
     const now = Date.now()
     const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)

@@ -104,6 +104,7 @@ class Exchange implements RouteContext {
   readonly method: string
   readonly target: string
   readonly pathname: string
+  readonly validTarget: boolean
   readonly api: boolean
   readonly ip: string
   readonly proto: 'http' | 'https'
@@ -120,13 +121,16 @@ class Exchange implements RouteContext {
     this.proto = proto
     this.method = req.method ?? 'GET'
     this.target = req.url ?? '/'
-    this.pathname = pathnameOf(this.target)
-    this.api = this.pathname.startsWith('/api/') || this.pathname === '/dev/terminal/ticket'
+    const pathname = pathnameOf(this.target)
+    // A target no URL can be made of is answered 400 in JSON (handle checks), logged with path ''.
+    this.validTarget = pathname !== null
+    this.pathname = pathname ?? ''
+    this.api = pathname === null || pathname.startsWith('/api/') || pathname === '/dev/terminal/ticket'
   }
 
-  /** Parsed only when a handler reads it (query strings); most never do. */
+  /** Parsed only when a handler reads it (query strings); most never do. Handlers run only for valid targets. */
   get url(): URL {
-    return (this.#url ??= parseTarget(this.target))
+    return (this.#url ??= parseTarget(this.target)!)
   }
 
   /** Render a thrown error; a 500 is logged with its stack, the client sees only the fixed body. */
@@ -181,6 +185,7 @@ function handle(
   // `on`, not `once`: a response closes once, and once's wrapper cost a closure per request.
   res.on('close', resOnClose)
   try {
+    if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
     // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.
     const origin = req.headers.origin
     const allowed = origin !== undefined && origins.has(origin)

@@ -5,21 +5,28 @@ const URL_BASE = 'http://platform.invalid'
 const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
 
 /**
- * The path of a request target, as new URL(target).pathname would give it. A path URL parsing
- * would change (dot segments, backslashes, percent escapes, `//`, characters it escapes) goes
- * through new URL; every other path is used as written, which saves a parse per request.
+ * The path of a request target, as new URL(target).pathname would give it, or null for a target
+ * no URL can be made of (`http://[/`). A path URL parsing would change (dot segments, backslashes,
+ * percent escapes, `//`, characters it escapes) goes through new URL; every other path is used as
+ * written, which saves a parse per request.
  */
-export function pathnameOf(target: string): string {
+export function pathnameOf(target: string): string | null {
   const q = target.indexOf('?')
   const path = q < 0 ? target : target.slice(0, q)
-  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : parseTarget(target).pathname
+  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : (parseTarget(target)?.pathname ?? null)
 }
 
 /**
- * The request target as a URL. A target starting with `/` is a path, `//evil.example/x` included:
- * new URL(target, base) would read that one as a host and the path `/x`, so the base is prefixed
- * as text. Other targets (absolute URLs, `*`) are resolved against the base.
+ * The request target as a URL, or null when it is none: llhttp lets through absolute forms URL
+ * parsing refuses, and a throw here would end the process. A target starting with `/` is a path,
+ * `//evil.example/x` included: new URL(target, base) would read that one as a host and the path
+ * `/x`, so the base is prefixed as text. Other targets (absolute URLs, `*`) are resolved against
+ * the base.
  */
-export function parseTarget(target: string): URL {
-  return target.charCodeAt(0) === 0x2f ? new URL(URL_BASE + target) : new URL(target, URL_BASE)
+export function parseTarget(target: string): URL | null {
+  try {
+    return target.charCodeAt(0) === 0x2f ? new URL(URL_BASE + target) : new URL(target, URL_BASE)
+  } catch {
+    return null
+  }
 }

@@ -1,4 +1,5 @@
 import http from 'node:http'
+import net from 'node:net'
 
 /** A response as received: status, headers, and the body's bytes undecoded (no decompression). */
 export interface RawResponse {
@@ -34,4 +35,18 @@ export async function waitForLog(logs: Record<string, unknown>[], event: string,
     if (Date.now() > deadline) throw new Error(`no ${event} log line within ${timeoutMs} ms`)
     await new Promise((r) => setTimeout(r, 20))
   }
+}
+
+/**
+ * Send `head` (request line and headers, without the blank line) as written on a new connection,
+ * and resolve with everything the server sent before it closed: for targets no HTTP client sends.
+ */
+export function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`${head}\r\nConnection: close\r\n\r\n`))
+    let text = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (text += d))
+    socket.on('close', () => resolve(text))
+    socket.on('error', reject)
+  })
 }

@@ -48,6 +48,25 @@ t.test('only wrong credentials count: bad requests, taken names and successes do
   await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
 })
 
+t.test('guesses sent in parallel: only 10 password checks run, the others are 429 at once', async (t) => {
+  const c = from('203.0.113.40')
+  const answers = await Promise.all(Array.from({ length: 30 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })))
+  const statuses = answers.map((r) => r.status).sort()
+  t.same(statuses, [...Array(10).fill(401), ...Array(20).fill(429)])
+  await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'right password' }), 429, 'RATE_LIMITED', 'even the right password waits')
+})
+
+t.test('in parallel, a check that succeeds gives its place back', async (t) => {
+  const c = from('203.0.113.41')
+  const answers = await Promise.all([
+    ...Array.from({ length: 9 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })),
+    c.post('/api/auth/login', { username: 'Limited', password: 'right password' }),
+  ])
+  t.same(answers.map((r) => r.status), [...Array(9).fill(401), 200], 'ten checks at once all run')
+  await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', 'the 10th failure')
+  await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
+})
+
 t.test('the limit does not stop a signed-in user: only sign-ins are limited', async (t) => {
   const c = from('203.0.113.30')
   await c.post('/api/auth/guest')

@@ -84,6 +84,21 @@ t.test('SigninLimit: 10 failures in a minute block the address until the oldest 
   t.equal(limit.waitMs('10.0.0.1', T0 + 200_000), 0, 'a quiet minute forgets everything')
 })
 
+t.test('SigninLimit: a begun check counts as a failure until released', async (t) => {
+  const limit = new SigninLimit()
+  for (let i = 0; i < 10; i++) t.equal(limit.begin('a', T0 + i), 0, `check ${i + 1} begins`)
+  t.equal(limit.begin('a', T0 + 10), 59_990, 'the 11th waits while ten are in flight')
+  t.equal(limit.begin('b', T0 + 10), 0, 'another address is not held')
+  limit.release('a', T0 + 3)
+  t.equal(limit.waitMs('a', T0 + 10), 0, 'a released check frees its place')
+  t.equal(limit.begin('a', T0 + 11), 0)
+  t.equal(limit.waitMs('a', T0 + 12), 59_988, 'and the next one takes it')
+  limit.release('a', T0 + 999)
+  t.equal(limit.waitMs('a', T0 + 12), 59_988, 'releasing a check never begun changes nothing')
+  for (let i = 0; i < 10; i++) limit.release('b', T0 + 10)
+  t.equal(limit.waitMs('b', T0 + 10), 0)
+})
+
 t.test('SigninLimit: failures spread over more than a minute never block', async (t) => {
   const limit = new SigninLimit()
   for (let i = 0; i < 30; i++) {

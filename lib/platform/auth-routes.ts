@@ -16,17 +16,23 @@ export function authRoutes(router: Router, app: App): void {
   const cookie = sessionCookie(app.config)
   const limit = new SigninLimit()
 
-  /** Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address is limited. */
-  const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>): Promise<void> => {
-    const waitMs = limit.waitMs(ctx.ip, app.now())
+  /**
+   * Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address
+   * is limited. A login's password check counts as a failure while it runs, and keeps counting
+   * only when the credentials were wrong.
+   */
+  const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, checksPassword = false): Promise<void> => {
+    const startedAt = app.now()
+    const waitMs = checksPassword ? limit.begin(ctx.ip, startedAt) : limit.waitMs(ctx.ip, startedAt)
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
     try {
       session = await attempt()
     } catch (err) {
-      if (err instanceof HttpError && err.code === 'INVALID_CREDENTIALS') limit.fail(ctx.ip, app.now())
+      if (checksPassword && !(err instanceof HttpError && err.code === 'INVALID_CREDENTIALS')) limit.release(ctx.ip, startedAt)
       throw err
     }
+    if (checksPassword) limit.release(ctx.ip, startedAt)
     cookie.write(ctx, stateOf(session, app.now()), app.now())
     const account = await app.backend.getAccount(session.userId)
     const roles = account?.roles ?? []
@@ -53,7 +59,7 @@ export function authRoutes(router: Router, app: App): void {
       // No account can have such a password (register refuses it): a wrong credential, counted.
       if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
       return app.backend.login(username, password)
-    }),
+    }, true),
   )
 
   // Public and idempotent: without a session it still answers 200 and clears the cookie.

@@ -10,12 +10,14 @@ const SHUTDOWN_DEADLINE_MS = 4_500
 
 let config: Readonly<BridgeConfig>
 let account: ShellAccount
+let ticketKeys: string[]
 try {
   config = loadBridgeConfig()
   account = resolveShellAccount(config)
   checkShell(config.shell)
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, true)
+  ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
 } catch (err) {
   configFailed(err)
 }
@@ -27,7 +29,6 @@ function configFailed(err: unknown): never {
   process.exit(2)
 }
 
-const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
 const bridge = createBridge({ config, account, ticketKeys, log: logLine })
 
 const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port))

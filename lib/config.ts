@@ -2,10 +2,10 @@ import { isIP, BlockList } from 'node:net'
 import path from 'node:path'
 import { Compile, Type, type TSchema, type Validator } from './typebox.js'
 
-/** A bad environment variable: the process prints `message` (one line) and exits 2 (CONTRACT §1). */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+import { ConfigError } from './config-error.js'
+
+// Defined apart so modules that only throw it (secrets.ts) do not load TypeBox.
+export { ConfigError }
 
 type Env = Record<string, string | undefined>
 

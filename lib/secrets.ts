@@ -1,31 +1,56 @@
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs'
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { ConfigError } from './config-error.js'
+
+/** A generated secret is 43 characters (32 random bytes); a file holding fewer than this is refused. */
+const MIN_SECRET_LENGTH = 32
 
 /**
  * The keys for `name`: from the environment value (a comma list, first one signs) when given,
  * else one generated once into `DATA_DIR/secrets/<name>` with mode 0600 and reused after.
  * The platform and the bridge share DATA_DIR, so they share generated secrets too.
+ *
+ * The file appears whole or not at all: it is written under a name of its own, then linked into
+ * place, which fails when another process (the bridge starting beside the platform) got there
+ * first. Writing it in place let a reader between the create and the write find it empty, and an
+ * empty key signs tickets and tokens anyone can forge. A file that holds no usable secret
+ * (someone truncated it) is a configuration error, never a key.
  */
 export function loadSecret(dataDir: string, name: string, fromEnv: string | null): string[] {
   if (fromEnv) return fromEnv.split(',')
   const dir = path.join(dataDir, 'secrets')
   const file = path.join(dir, name)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
-  try {
-    const existing = readFileSync(file, 'utf8').trim()
-    if (existing) return [existing]
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-  }
+  const existing = readSecret(file)
+  if (existing !== null) return [existing]
   const secret = randomBytes(32).toString('base64url')
+  const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
+  writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
   try {
-    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+    linkSync(draft, file)
   } catch (err) {
-    // Another process (the bridge or a second platform) wrote it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return [readFileSync(file, 'utf8').trim()]
+    // Another process made it first: use theirs, which is whole.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    return [readSecret(file)!]
+  } finally {
+    unlinkSync(draft)
+  }
+  return [secret]
+}
+
+/** The secret in `file`, or null when there is no file; a file without a usable secret is a ConfigError. */
+function readSecret(file: string): string | null {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
   }
-  chmodSync(file, 0o600)
-  return [secret]
+  const secret = text.trim()
+  if (secret.length < MIN_SECRET_LENGTH || /[\s,]/.test(secret)) {
+    throw new ConfigError(`DATA_DIR: ${JSON.stringify(file)} holds no usable secret (${secret.length} characters); expected at least ${MIN_SECRET_LENGTH} characters on one line: delete the file to have a new one generated`)
+  }
+  return secret
 }

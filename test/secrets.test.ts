@@ -1,0 +1,69 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { ConfigError } from '../lib/config.js'
+import { loadSecret } from '../lib/secrets.js'
+import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+
+const SECRETS_JS = pathToFileURL(path.join(ROOT, 'dist/lib/secrets.js')).href
+
+t.test('a generated secret: 43 characters, mode 0600, reused, no draft left behind', async (t) => {
+  const dir = tempDir()
+  const [secret] = loadSecret(dir, 'example', null)
+  t.match(secret, /^[A-Za-z0-9_-]{43}$/)
+  const file = path.join(dir, 'secrets', 'example')
+  t.equal(statSync(file).mode & 0o777, 0o600)
+  t.equal(readFileSync(file, 'utf8'), `${secret}\n`)
+  t.same(loadSecret(dir, 'example', null), [secret], 'read back, not made again')
+  t.same(readdirSync(path.join(dir, 'secrets')), ['example'])
+  t.same(loadSecret(dir, 'example', 'a'.repeat(32) + ',' + 'b'.repeat(32)), ['a'.repeat(32), 'b'.repeat(32)], 'the environment wins')
+})
+
+t.test('processes starting together all get the same whole secret', async (t) => {
+  for (let round = 0; round < 5; round++) {
+    const dir = tempDir()
+    const script = `import(${JSON.stringify(SECRETS_JS)}).then((m) => process.stdout.write(m.loadSecret(${JSON.stringify(dir)}, 'shared', null)[0]))`
+    const secrets = await Promise.all(
+      Array.from({ length: 6 }, () => new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['-e', script], (err, stdout) => (err ? reject(err) : resolve(stdout)))
+      })),
+    )
+    t.equal(new Set(secrets).size, 1, `round ${round + 1}: one secret`)
+    t.match(secrets[0], /^[A-Za-z0-9_-]{43}$/)
+    t.same(readdirSync(path.join(dir, 'secrets')), ['shared'], 'no drafts left')
+  }
+})
+
+t.test('a secret file without a usable secret is a configuration error, never a key', async (t) => {
+  for (const [content, length] of [['', 0], ['\n', 0], ['short-secret\n', 12], [`${'x'.repeat(20)} ${'y'.repeat(20)}\n`, 41]] as const) {
+    const dir = tempDir()
+    mkdirSync(path.join(dir, 'secrets'))
+    const file = path.join(dir, 'secrets', 'example')
+    writeFileSync(file, content)
+    t.throws(() => loadSecret(dir, 'example', null), new ConfigError(
+      `DATA_DIR: ${JSON.stringify(file)} holds no usable secret (${length} characters); expected at least 32 characters on one line: delete the file to have a new one generated`,
+    ), JSON.stringify(content))
+    t.equal(readFileSync(file, 'utf8'), content, 'the file is left as it was')
+  }
+})
+
+t.test('an empty ticket or session secret file stops the bridge and the platform: exit 2, one line', async (t) => {
+  const dataDir = tempDir()
+  mkdirSync(path.join(dataDir, 'secrets'))
+  writeFileSync(path.join(dataDir, 'secrets', 'terminal-ticket-secret'), '')
+  const line = (name: string): string =>
+    `config: DATA_DIR: ${JSON.stringify(path.join(dataDir, 'secrets', name))} holds no usable secret (0 characters); expected at least 32 characters on one line: delete the file to have a new one generated\n`
+  const bridge = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', dataDir, env: { TERMINAL_USER: 'nobody', TERMINAL_TICKET_SECRET: undefined } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.equal(bridge.message, `process exited (2) before ready: ${line('terminal-ticket-secret')}`)
+  writeFileSync(path.join(dataDir, 'secrets', 'session-secret'), '')
+  const platform = await startPlatform({ dataDir, env: { SESSION_SECRET: undefined, TERMINAL_TICKET_SECRET: undefined } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.equal(platform.message, `process exited (2) before ready: ${line('session-secret')}`)
+})

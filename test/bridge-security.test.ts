@@ -90,6 +90,15 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   t.match(await health(), { connections: 0 })
 })
 
+t.test('a ticket minted before the bridge started is refused: single use holds across a restart', async (t) => {
+  const before = ticket()
+  await new Promise((r) => setTimeout(r, 5))
+  const restarted = await startBridge()
+  t.teardown(() => restarted.stop())
+  t.equal(await upgradeStatus(restarted.port, '/ws?ticket=' + encodeURIComponent(before), ORIGIN), 401, 'unexpired, but older than the process')
+  t.equal(await upgradeStatus(restarted.port, '/ws?ticket=' + encodeURIComponent(ticket()), ORIGIN), 101, 'a fresh one opens')
+})
+
 t.test('the shell runs as the unprivileged account, in its home, with the clean environment', async (t) => {
   const c = await connect(bridge.port)
   c.send({ type: 'create' })

@@ -195,6 +195,14 @@ t.test('sign-up, ticket and a terminal session over wss://…/terminal-ws/ws tha
   t.match(await term.frame('exit'), { type: 'exit', code: 3 })
   term.ws.close()
   await term.whenClosed()
+  // The ticket travelled in the query string; nginx logs the request without it.
+  let logged = ''
+  for (let i = 0; i < 100 && !logged.includes('/terminal-ws/ws'); i++) {
+    await new Promise((r) => setTimeout(r, 20))
+    logged = nginx.accessLog()
+  }
+  t.match(logged, /"GET \/terminal-ws\/ws HTTP\/1\.1" 101 /, 'the upgrade is logged')
+  t.notOk(logged.includes('ticket='), 'without its ticket')
 })
 
 t.test('the Origin check holds through the proxy: a foreign Origin is refused with 403', async (t) => {
@@ -240,4 +248,6 @@ t.test('the shipped site keeps terminal connections open for 86400 s and sends t
   t.ok(directives.includes('proxy_set_header Connection $playfield_connection_upgrade;'))
   t.ok(directives.includes('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;'))
   t.ok(directives.includes('proxy_set_header X-Forwarded-Proto $scheme;'))
+  t.ok(directives.includes('proxy_set_header Cookie "";'), 'the session cookie never reaches the bridge')
+  t.ok(directives.includes('access_log /var/log/nginx/playfield.access.log playfield_ticketless;'))
 })

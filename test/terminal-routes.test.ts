@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process'
+import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { ORIGIN, startBridge, TermClient, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
+import { rawExchange } from './helpers/raw-http.js'
 import { WebSocket } from 'ws'
 
 interface Product {
@@ -213,3 +215,32 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   t.equal(await upgradeStatus(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN), 502)
 })
 
+
+t.test('the platform forwards the upgrade as it came, less its cookies', async (t) => {
+  const heads: string[] = []
+  const upstream = net.createServer((socket) => {
+    let text = ''
+    socket.setEncoding('latin1').on('data', (d: string) => {
+      text += d
+      if (text.includes('\r\n\r\n')) {
+        heads.push(text)
+        socket.end('HTTP/1.1 418 I\'m a teapot\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
+      }
+    })
+  })
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => upstream.close())
+  const platform = await startPlatform({ env: { TERMINAL_PORT: String((upstream.address() as net.AddressInfo).port) } })
+  t.teardown(() => platform.stop())
+  const answer = await rawExchange(
+    platform.port,
+    `GET /terminal-ws/ws?ticket=abc HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n` +
+      `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}\r\nCookie: playfield_session=sealed-value\r\ncookie: other=1\r\nX-Extra: kept`,
+  )
+  t.match(answer, /^HTTP\/1\.1 418 /, 'the upstream answer comes back')
+  t.equal(heads.length, 1)
+  t.match(heads[0], /^GET \/ws\?ticket=abc HTTP\/1\.1\r\n/, 'the prefix is stripped')
+  t.match(heads[0], new RegExp(`\\r\\nOrigin: ${ORIGIN.replace(/[.]/g, '\\.')}\\r\\n`))
+  t.match(heads[0], /\r\nX-Extra: kept\r\n/)
+  t.notMatch(heads[0], /cookie|sealed-value/i, 'no cookie reaches the bridge')
+})

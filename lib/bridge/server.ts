@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
 import { parseTarget } from '../http/target.js'
-import { SpentTickets, verifyTicket } from '../ticket.js'
+import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
@@ -77,6 +77,9 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
     const now = Date.now()
     const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)
     if (!claims) return refuse(socket, 401, 'missing, invalid or expired ticket')
+    // Spent tickets are remembered in memory only: one minted before this process started may have
+    // been used by the one before it (a restart within the ticket's minute), so it is refused.
+    if (claims.expiresAt - TICKET_TTL_MS < started) return refuse(socket, 401, 'ticket issued before the bridge started')
     // Spent by its first use, whatever follows (CONTRACT §6).
     if (!spent.spend(claims, now)) return refuse(socket, 401, 'ticket already used')
     if (!origins.has(req.headers.origin ?? '')) return refuse(socket, 403, 'origin not allowed')

@@ -18,8 +18,8 @@ function refuse(socket: Duplex, status: number): void {
 /**
  * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
  * stripped, as the reverse proxy does in production (CONTRACT §1), so `npm start` serves the whole
- * product on one origin. The request goes on as it came (Origin included: the bridge checks it);
- * then the two sockets are piped. 502 when the bridge is down; other upgrade paths get 404.
+ * product on one origin. The request goes on as it came (Origin included: the bridge checks it),
+ * less its cookies; then the two sockets are piped. 502 when the bridge is down; other upgrade paths get 404.
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): void {
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -36,7 +36,10 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
       upstream.setNoDelay(true)
       if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
       const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        // The bridge needs no session: the developers' sealed cookies stay out of its memory.
+        if (req.rawHeaders[i]!.toLowerCase() !== 'cookie') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
+      }
       upstream.write(lines.join('\r\n') + '\r\n\r\n')
       if (head.length > 0) upstream.write(head)
       upstream.pipe(socket as net.Socket)

@@ -51,7 +51,7 @@ export function siteConfig(ports: SitePorts, files: { cert: string; key: string;
   swap('server 127.0.0.1:7681;', `server 127.0.0.1:${ports.terminal};`, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/fullchain\.pem/g, files.cert, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/privkey\.pem/g, files.key, 1)
-  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 2)
+  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 3)
   return text
 }
 
@@ -60,6 +60,8 @@ export interface RunningNginx {
   prefix: string
   /** Contents of the site's error log so far. */
   errorLog(): string
+  /** Contents of the site's access log so far (nginx writes a line when a request ends). */
+  accessLog(): string
   stop(): Promise<void>
 }
 
@@ -110,6 +112,7 @@ export async function startNginx(ports: SitePorts, cert: { cert: string; key: st
     child,
     prefix,
     errorLog: () => readFileSync(path.join(logDir, 'playfield.error.log'), 'utf8'),
+    accessLog: () => readFileSync(path.join(logDir, 'playfield.access.log'), 'utf8'),
     async stop() {
       // SIGQUIT: graceful shutdown; nginx exits once open connections are done.
       if (child.exitCode === null) child.kill('SIGQUIT')

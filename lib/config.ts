@@ -126,10 +126,29 @@ export interface BridgeConfig {
 
 const DEFAULT_ORIGINS = 'http://127.0.0.1:3000,http://localhost:3000'
 
+/**
+ * The origins, each exactly as a browser writes it in `Origin` (lowercase host, no default port,
+ * no path or query): the check compares strings, so `https://Play.Example.com:443` would match no
+ * request and refuse every state-changing one. Such an entry is a bad value, with the form to use.
+ */
+function originList(value: string): string[] {
+  return list(value).map((entry) => {
+    let origin: string | null = null
+    try {
+      origin = new URL(entry).origin
+    } catch {
+      // not a URL at all: reported below
+    }
+    if (origin === entry) return entry
+    const hint = origin && origin !== 'null' ? `; write it as ${origin}` : ''
+    throw new ConfigError(`PLATFORM_ORIGINS: ${JSON.stringify(entry)} is not an origin as browsers send it${hint}; expected a comma list of origins like https://play.example.com`)
+  })
+}
+
 function common(env: Env) {
   const dataDir = path.resolve(read(env, 'DATA_DIR', PATH, './data'))
   return {
-    origins: list(read(env, 'PLATFORM_ORIGINS', ORIGINS, DEFAULT_ORIGINS)),
+    origins: originList(read(env, 'PLATFORM_ORIGINS', ORIGINS, DEFAULT_ORIGINS)),
     dataDir,
     ticketSecret: read(env, 'TERMINAL_TICKET_SECRET', SECRETS) ?? null,
     terminalHost: read(env, 'TERMINAL_HOST', HOST, '127.0.0.1'),

@@ -13,6 +13,11 @@ const BAD: [Record<string, string>, string][] = [
   [{ HOST: 'bad host' }, 'HOST: "bad host" is invalid; expected an IP address or host name'],
   [{ GAME_BACKEND: 'mongo' }, 'GAME_BACKEND: "mongo" is invalid; expected "embedded" or "nakama"'],
   [{ PLATFORM_ORIGINS: 'play.example.com' }, 'PLATFORM_ORIGINS: "play.example.com" is invalid; expected a comma list of origins like https://play.example.com'],
+  // Origins are compared as browsers write them: another spelling of the same origin never matches.
+  [{ PLATFORM_ORIGINS: 'https://play.example.com,https://Play.Example.com:443' },
+    'PLATFORM_ORIGINS: "https://Play.Example.com:443" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
+  [{ PLATFORM_ORIGINS: 'https://play.example.com?x' },
+    'PLATFORM_ORIGINS: "https://play.example.com?x" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
   [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],

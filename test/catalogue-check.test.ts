@@ -36,7 +36,15 @@ const CASES: Record<string, string[]> = {
   'min-above-max': [`${F}: $.playerCount.min: must be <= $.playerCount.max (4 > 2)`],
   'iframe-playurl': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
   'native-playurl': [`${F}: $.playUrl: must be "/play/broken-game" for a native-component game`],
-  'absolute-thumbnail': [`${F}: $.thumbnail: must be a relative path (no scheme, no //, no spaces)`],
+  'absolute-thumbnail': [`${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, no spaces)`],
+  // URL parsing reads `\` as `/`: `/\evil.example/x` would resolve to another site.
+  'backslash-paths': [
+    `${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
+    `${F}: $.playUrl: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
+    `${F}: $.screenshots[0]: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
+  ],
+  // Date.parse rolls 2026-02-30 over to March 2 and reads 24:00 as the next day.
+  'impossible-dates': [`${F}: $.lastUpdated: is not a real date and time`, `${F}: $.verifiedPlayCapture.capturedAt: is not a real date and time`],
   'default-not-in-ids': [`${F}: $.leaderboards.default: "weekly" is not among leaderboards.ids`],
   'config-key-not-in-ids': [`${F}: $.leaderboards.configs["extra-board"]: "extra-board" is not among leaderboards.ids`],
   'cron-four-fields': [

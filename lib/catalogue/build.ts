@@ -1,8 +1,8 @@
 import type { LeaderboardConfig } from '../backend/backend.js'
 import type { Catalogue, CatalogueLeaderboard, Game } from './catalogue.js'
-import { CaptureValidator, ManifestValidator, type Manifest } from './manifest.js'
+import { ManifestValidator, type Manifest } from './manifest.js'
 import { schemaProblems, type Problem } from './problems.js'
-import { isObject, ruleProblems } from './rules.js'
+import { captureProblems, isObject, ruleProblems } from './rules.js'
 import { configDifference, resolveLeaderboard } from './resolve.js'
 import { Representation } from './serialize.js'
 import { DetailCache, type DetailSource } from './details.js'
@@ -47,7 +47,7 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
   let capture: unknown = null
   if (input.capture) {
     capture = parseJson(input.capture.text, input.capture.file, problems)
-    const bad = capture === undefined ? [] : schemaProblems(CaptureValidator, capture, input.capture.file)
+    const bad = capture === undefined ? [] : captureProblems(capture, input.capture.file)
     problems.push(...bad)
     if (capture === undefined || bad.length > 0) return null
   }

@@ -6,7 +6,8 @@ Settings.Set({ maxErrors: 100 })
 const SLUG = '^[a-z0-9][a-z0-9_-]{0,63}$'
 const BOARD_ID = '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
 /** No scheme, not protocol-relative, no spaces: a path on the platform's own origin. */
-const RELATIVE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S+$'
+// No backslash anywhere: URL parsing reads `\` as `/`, so `/\\evil.example/x` would leave the site.
+const RELATIVE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)[^\\s\\\\]+$'
 const ADDRESS = '^(https?://\\S+|(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S+)$'
 const UTC_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$'
 const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$'
@@ -17,7 +18,7 @@ const CAPTURE_IMAGE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)\\S*\\?(\\S*&)?v=[^&\\
 export const PATTERN_TEXT: ReadonlyMap<string, string> = new Map([
   [SLUG, 'a slug: 1-64 of a-z 0-9 _ -, starting with a letter or digit'],
   [BOARD_ID, 'a leaderboard id: 1-128 of A-Z a-z 0-9 _ . : -, starting with a letter or digit'],
-  [RELATIVE, 'a relative path (no scheme, no //, no spaces)'],
+  [RELATIVE, 'a relative path (no scheme, no //, no backslashes, no spaces)'],
   [ADDRESS, 'an http(s) URL or a relative path'],
   [UTC_TIME, 'an ISO 8601 UTC timestamp like 2026-01-31T12:00:00Z'],
   [ISO_TIME, 'an ISO 8601 timestamp with Z or an offset'],

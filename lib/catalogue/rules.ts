@@ -28,12 +28,12 @@ export function ruleProblems(m: Manifest, file: string, id: string): Problem[] {
       add('$.playUrl', 'must carry the query embed=1 for an iframe-themeable game')
     }
   }
-  if (typeof m.lastUpdated === 'string' && !Number.isFinite(Date.parse(m.lastUpdated))) add('$.lastUpdated', 'is not a real date and time')
+  if (typeof m.lastUpdated === 'string' && isImpossibleTime(m.lastUpdated)) add('$.lastUpdated', 'is not a real date and time')
   if (isObject(m.matchmaking) && m.matchmaking.enabled === false && m.matchmaking.reason === undefined) {
     add('$.matchmaking.reason', 'is required when matchmaking.enabled is false')
   }
   if (m.verifiedPlayCapture !== undefined && m.verifiedPlayCapture !== null) {
-    problems.push(...schemaProblems(CaptureValidator, m.verifiedPlayCapture, file, '$.verifiedPlayCapture'))
+    problems.push(...captureProblems(m.verifiedPlayCapture, file, '$.verifiedPlayCapture'))
   }
   const characters: unknown[] = Array.isArray(m.characters) ? m.characters : []
   const characterIds = characters.map((c) => (isObject(c) && typeof c.id === 'string' ? c.id : undefined))
@@ -91,4 +91,28 @@ function leaderboardProblems(m: Manifest, add: (path: string, message: string) =
     const problem = typeof schedule === 'string' ? cronProblem(schedule) : 'must be a five-field cron expression or null'
     if (problem) add(`${path}.resetSchedule`, problem)
   }
+}
+
+/** A capture's problems: its schema's, and a `capturedAt` that is no real date and time. */
+export function captureProblems(capture: unknown, file: string, base = '$'): Problem[] {
+  const problems = schemaProblems(CaptureValidator, capture, file, base)
+  const at = isObject(capture) ? capture.capturedAt : undefined
+  if (typeof at === 'string' && isImpossibleTime(at)) problems.push({ file, path: `${base}.capturedAt`, message: 'is not a real date and time' })
+  return problems
+}
+
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/
+
+/**
+ * Whether a timestamp of the ISO 8601 shape (the schema checks the shape) names no real moment:
+ * Date.parse rolls 2026-02-30 over to March and takes 24:00, so each field is checked against its
+ * range, the day against its month.
+ */
+export function isImpossibleTime(text: string): boolean {
+  const m = TIMESTAMP.exec(text)
+  if (!m) return false
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  const offsetOk = m[7] === undefined || (Number(m[7]) < 24 && Number(m[8]) < 60)
+  return !(month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour < 24 && minute < 60 && second < 60 && offsetOk)
 }

@@ -10,7 +10,19 @@ import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 /** SIGTERM: finish in-flight requests, then exit; never later than this. */
 const SHUTDOWN_GRACE_MS = 9_000
 
+/**
+ * SIGHUP (systemd's reload) is taken from the moment serving begins: before the handler below it
+ * would end the process. One that comes while the catalogue and the backend start is kept, and
+ * the catalogue is reloaded once the server listens (the files may have changed since they were read).
+ */
+let reload: () => void = () => {
+  reload = () => undefined
+  reloadPending = true
+}
+let reloadPending = false
+
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
+  process.on('SIGHUP', () => reload())
   checkDirectories(config)
   checkManifestsDir(config.manifestsDir)
   const catalogue = await CatalogueHolder.open(config)
@@ -31,12 +43,13 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
-  process.on('SIGHUP', () => {
+  reload = () => {
     catalogue
       .reload()
       .then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
       .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
-  })
+  }
+  if (reloadPending) reload()
   const stop = async (): Promise<void> => {
     logLine({ event: 'platform.stopping' })
     await closeGracefully(server, SHUTDOWN_GRACE_MS)

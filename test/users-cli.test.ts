@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
@@ -10,9 +11,13 @@ t.teardown(() => platform.stop())
 
 /** Run `bin/platform users …` against the running platform's DATA_DIR. */
 function users(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return usersIn(dataDir, ...args)
+}
+
+function usersIn(dir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
+    env: { PATH: process.env.PATH, DATA_DIR: dir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
   })
   let stdout = ''
   let stderr = ''
@@ -63,5 +68,20 @@ t.test('users: an unknown user or role exits 1 with one clear line; bad usage ex
     const result = await users(...args)
     t.equal(result.code, 64, `users ${args.join(' ')}`)
     t.match(result.stderr, /^usage: /)
+  }
+})
+
+t.test('users on a file that is not a database: exit 1 and one line, no stack trace', async (t) => {
+  const dir = tempDir()
+  writeFileSync(path.join(dir, 'playfield.sqlite'), 'this is not a database, just text long enough to have a header of sorts\n'.repeat(20))
+  const result = await usersIn(dir, 'list')
+  t.same(result, { code: 1, stdout: '', stderr: 'users: file is not a database\n' })
+})
+
+t.test('commands started together on a fresh DATA_DIR all open it: the migrations run once', async (t) => {
+  for (let round = 0; round < 2; round++) {
+    const dir = tempDir()
+    const results = await Promise.all(Array.from({ length: 4 }, () => usersIn(dir, 'list')))
+    t.same(results.map((r) => [r.code, r.stderr]), Array(4).fill([0, '']), `round ${round + 1}`)
   }
 })

@@ -1,6 +1,6 @@
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
-import type { Account } from '../backend/backend.js'
+import type { Account, Backend } from '../backend/backend.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -23,8 +23,10 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stderr.write(`users: unknown role "${role}"; roles are ${ROLES.join(', ')}\n`)
     return 1
   }
-  const backend = await createBackend(config)
+  let backend: Backend | undefined
   try {
+    // Opening is inside: a locked or foreign database file is one line too.
+    backend = await createBackend(config)
     if (action === 'list') {
       for (const account of await backend.listPrivileged()) process.stdout.write(line(account))
       return 0
@@ -38,7 +40,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stderr.write(`users: ${err instanceof Error ? err.message : String(err)}\n`)
     return 1
   } finally {
-    await backend.close()
+    await backend?.close()
   }
 }
 

@@ -19,13 +19,14 @@ const DATABASE_FILE = 'playfield.sqlite'
 export function openDatabase(dataDir: string, migrations: readonly Migration[]): Database.Database {
   checkDirectories({ dataDir })
   const db = new Database(path.join(dataDir, DATABASE_FILE))
+  // First, so that everything below waits for another process opening the same file.
+  db.pragma('busy_timeout = 5000')
   db.pragma('journal_mode = WAL')
   // WAL + NORMAL: a commit is in the WAL file (the OS page cache) before it returns, so an
   // acknowledged write survives a crash of this process (SIGKILL); only a power loss can drop the
   // last commits. FULL would fsync every commit and cap writes at the disk's sync rate.
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
-  db.pragma('busy_timeout = 5000')
   // A checkpoint fsyncs the database file; every 10,000 WAL pages (~40 MB) instead of SQLite's
   // 1,000 keeps those stalls off most commits. A 64 MiB page cache holds the hot B-tree pages of
   // a million-record leaderboard, so a write rarely reads a page back from the OS.
@@ -37,11 +38,13 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
 
 function migrate(db: Database.Database, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
-  const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[])
+  const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
   for (const step of [...migrations].sort((a, b) => a.version - b.version)) {
-    if (applied.has(step.version)) continue
+    // Asked inside the write transaction: another process opening the same file (the platform and
+    // a `users` command started together) may have applied the step since this one looked.
     db.transaction(() => {
+      if (applied.get(step.version) !== undefined) return
       db.exec(step.sql)
       record.run(step.version, step.name, Date.now())
     }).immediate()

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { readFileSync, readdirSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -176,4 +176,17 @@ t.test('an invalid catalogue stops the start with exit 1 and the same lines', as
     )
     t.equal(error.message, `process exited (1) before ready: ${lines}`, `${name}: exit 1, only the problem lines on stderr`)
   }
+})
+
+t.test('an entry that cannot be read is one problem line of its own; every other file is still checked', async (t) => {
+  const dir = tempDir()
+  for (const name of readdirSync(path.join(FIXTURES, 'valid'))) copyFileSync(path.join(FIXTURES, 'valid', name), path.join(dir, name))
+  copyFileSync(path.join(FIXTURES, 'wrong-type', F), path.join(dir, F))
+  mkdirSync(path.join(dir, 'sub.json'))
+  symlinkSync('/nonexistent/target', path.join(dir, 'zz-dangling.json'))
+  // An editor's lock link is no manifest: skipped, not a problem.
+  symlinkSync('/nonexistent/lock', path.join(dir, '.#broken-game.json'))
+  const run = await check(dir)
+  t.equal(run.code, 1)
+  t.equal(run.stderr, [`sub.json: $: cannot be read (EISDIR)`, `zz-dangling.json: $: cannot be read (ENOENT)`, `${F}: $.rating.count: must be an integer`].map((l) => l + '\n').join(''))
 })

@@ -4,41 +4,52 @@ import type { PlatformConfig } from '../config.js'
 import { logLine } from '../http/server.js'
 import type { Catalogue } from './catalogue.js'
 import { buildCatalogue, type BuildResult, type ManifestFile } from './build.js'
-import { formatProblem } from './problems.js'
+import { formatProblem, type Problem } from './problems.js'
 
 type Dirs = Pick<PlatformConfig, 'manifestsDir' | 'screenshotsDir'>
 
-function readOptional(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw err
-  }
-}
-
-function readManifest(dirs: Dirs, file: string): ManifestFile {
+/**
+ * One manifest file and its capture. A file that cannot be read is a problem of its own, so one run
+ * still reports every other file's problems (a directory named x.json, a dangling editor link).
+ */
+function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFile | null {
   const id = file.slice(0, -'.json'.length)
-  const text = readFileSync(path.join(dirs.manifestsDir, file), 'utf8')
+  let text: string
+  try {
+    text = readFileSync(path.join(dirs.manifestsDir, file), 'utf8')
+  } catch (err) {
+    problems.push({ file, path: '$', message: `cannot be read (${errorCode(err)})` })
+    return null
+  }
   // Only a safe id names a directory to look in (an unsafe one fails the schema anyway).
   if (!/^[a-z0-9][a-z0-9_-]*$/.test(id)) return { file, id, text }
   const capturePath = path.join(dirs.screenshotsDir, 'games', id, 'latest.json')
-  const capture = readOptional(capturePath)
-  return capture === undefined ? { file, id, text } : { file, id, text, capture: { file: capturePath, text: capture } }
+  try {
+    return { file, id, text, capture: { file: capturePath, text: readFileSync(capturePath, 'utf8') } }
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') problems.push({ file: capturePath, path: '$', message: `cannot be read (${errorCode(err)})` })
+    return { file, id, text }
+  }
+}
+
+function errorCode(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? String(err)
 }
 
 /** Read MANIFESTS_DIR/*.json (and captures for manifests without one) and build the catalogue. */
 async function loadCatalogue(dirs: Dirs, now: number): Promise<BuildResult> {
-  let inputs: ManifestFile[]
+  let names: string[]
   try {
     // Synchronous: a thousand small files read in a fraction of the time promises take (start-up <= 1 s).
-    const names = readdirSync(dirs.manifestsDir).filter((n) => n.endsWith('.json')).sort()
-    inputs = names.map((file) => readManifest(dirs, file))
+    // Dot-files are editors' (Emacs lock links `.#x.json`), never manifests.
+    names = readdirSync(dirs.manifestsDir).filter((n) => n.endsWith('.json') && !n.startsWith('.')).sort()
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err)
-    return { catalogue: null, problems: [{ file: dirs.manifestsDir, path: '$', message: `cannot read the manifests (${code})` }] }
+    return { catalogue: null, problems: [{ file: dirs.manifestsDir, path: '$', message: `cannot read the manifests (${errorCode(err)})` }] }
   }
-  return buildCatalogue(inputs, now)
+  const unreadable: Problem[] = []
+  const inputs = names.map((file) => readManifest(dirs, file, unreadable)).filter((input) => input !== null)
+  const result = buildCatalogue(inputs, now)
+  return unreadable.length === 0 ? result : { catalogue: null, problems: [...unreadable, ...result.problems] }
 }
 
 /** The catalogue in force, replaced on reload only by a valid one (CONTRACT §5). */

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { HttpError } from '../../http/errors.js'
 
 interface Pending {
   run: () => void
@@ -37,7 +38,15 @@ export class GroupCommit {
       this.db.transaction(() => {
         for (const write of batch) write.run()
       }).immediate()
-    } catch {
+    } catch (err) {
+      // Another process held the write lock past busy_timeout: replaying each write would wait
+      // that long again per write. All are refused (503), and the owner resyncs its memory.
+      if (isBusy(err)) {
+        const unavailable = new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is busy; try again shortly')
+        for (const write of batch) write.reject(unavailable)
+        this.onFailure()
+        return
+      }
       // One bad write must not sink the others: replay each in its own transaction, so only the
       // writes that fail themselves are refused, then let the owner resync its memory.
       for (const write of batch) {
@@ -53,4 +62,10 @@ export class GroupCommit {
     }
     for (const write of batch) write.resolve()
   }
+}
+
+/** SQLite's "database is locked" (SQLITE_BUSY and its extended codes). */
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
 }

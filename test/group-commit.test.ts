@@ -1,0 +1,59 @@
+import t from 'tap'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { GroupCommit } from '../lib/backend/embedded/group-commit.js'
+import { HttpError } from '../lib/http/errors.js'
+import { tempDir } from './helpers/platform.js'
+
+/** A real SQLite file in WAL mode, as the embedded backend opens it, with a short busy timeout. */
+function open(file: string): Database.Database {
+  const db = new Database(file)
+  db.pragma('busy_timeout = 300')
+  db.pragma('journal_mode = WAL')
+  return db
+}
+
+t.test('a batch refused because another process holds the write lock: every write is 503 at once, not retried one by one', async (t) => {
+  const file = path.join(tempDir(), 'db.sqlite')
+  const db = open(file)
+  db.exec('CREATE TABLE scores (owner TEXT PRIMARY KEY, score INTEGER NOT NULL)')
+  let failures = 0
+  const commit = new GroupCommit(db, () => failures++)
+  const other = open(file)
+  other.exec('BEGIN IMMEDIATE')
+  const insert = db.prepare('INSERT INTO scores VALUES (?, ?)')
+  const started = performance.now()
+  const results = await Promise.allSettled(['a', 'b', 'c'].map((owner) => commit.submit(() => void insert.run(owner, 1))))
+  const elapsed = performance.now() - started
+  for (const result of results) {
+    t.equal(result.status, 'rejected')
+    const reason = (result as PromiseRejectedResult).reason as HttpError
+    t.ok(reason instanceof HttpError)
+    t.match(reason, { status: 503, code: 'BACKEND_UNAVAILABLE' })
+  }
+  t.ok(elapsed < 900, `one busy wait for the batch (${elapsed.toFixed(0)} ms), not one per write`)
+  t.equal(failures, 1, 'the owner resyncs its memory once')
+  other.exec('ROLLBACK')
+  await commit.submit(() => void insert.run('a', 2))
+  t.same(db.prepare('SELECT owner, score FROM scores').all(), [{ owner: 'a', score: 2 }], 'nothing of the refused batch, the next write lands')
+  other.close()
+  db.close()
+})
+
+t.test('a batch with one bad write: the others commit, only that one is refused', async (t) => {
+  const db = open(path.join(tempDir(), 'db.sqlite'))
+  db.exec('CREATE TABLE scores (owner TEXT PRIMARY KEY, score INTEGER NOT NULL)')
+  let failures = 0
+  const commit = new GroupCommit(db, () => failures++)
+  const insert = db.prepare('INSERT INTO scores VALUES (?, ?)')
+  const results = await Promise.allSettled([
+    commit.submit(() => void insert.run('a', 1)),
+    commit.submit(() => void insert.run('a', 2)),
+    commit.submit(() => void insert.run('b', 3)),
+  ])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.match((results[1] as PromiseRejectedResult).reason, { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })
+  t.equal(failures, 1)
+  t.same(db.prepare('SELECT owner, score FROM scores ORDER BY owner').all(), [{ owner: 'a', score: 1 }, { owner: 'b', score: 3 }])
+  db.close()
+})

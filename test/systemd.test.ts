@@ -36,7 +36,8 @@ for (const name of UNITS) {
     t.match(execStart, new RegExp(`^${INSTALL_DIR}/bin/`))
     const local = execStart.replace(INSTALL_DIR, ROOT)
     t.doesNotThrow(() => accessSync(local, constants.X_OK), `${local} is executable`)
-    t.equal(serviceValue(unit, 'Restart'), 'on-failure')
+    // always: a shell can signal the bridge (same user), and an exit on SIGTERM or SIGHUP counts as clean.
+    t.equal(serviceValue(unit, 'Restart'), 'always')
     // No restart after exit 2: that is what a bad configuration gives, and restarting cannot fix it.
     t.equal(serviceValue(unit, 'RestartPreventExitStatus'), '2')
     const bad = spawnSync(local, [], { env: { PATH: process.env.PATH, PORT: 'x', TERMINAL_PORT: 'x' }, encoding: 'utf8' })

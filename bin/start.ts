@@ -57,3 +57,6 @@ if (root && !process.env.TERMINAL_USER) {
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)
+// A closed terminal (or kill -HUP of this process) ends `npm start`: it must not leave the two
+// servers behind holding their ports. A catalogue reload is `kill -HUP` of the platform's own pid.
+process.on('SIGHUP', stop)

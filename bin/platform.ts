@@ -1,3 +1,4 @@
+import { onReload } from '../lib/platform/reload-signal.js'
 import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { checkDirectories, checkManifestsDir, listenProblem } from '../lib/config-checks.js'
 import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
@@ -10,19 +11,7 @@ import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 /** SIGTERM: finish in-flight requests, then exit; never later than this. */
 const SHUTDOWN_GRACE_MS = 9_000
 
-/**
- * SIGHUP (systemd's reload) is taken from the moment serving begins: before the handler below it
- * would end the process. One that comes while the catalogue and the backend start is kept, and
- * the catalogue is reloaded once the server listens (the files may have changed since they were read).
- */
-let reload: () => void = () => {
-  reload = () => undefined
-  reloadPending = true
-}
-let reloadPending = false
-
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
-  process.on('SIGHUP', () => reload())
   checkDirectories(config)
   checkManifestsDir(config.manifestsDir)
   const catalogue = await CatalogueHolder.open(config)
@@ -43,13 +32,13 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
-  reload = () => {
+  // A SIGHUP that came while starting is handed on now (the files may have changed since read).
+  onReload(() => {
     catalogue
       .reload()
       .then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
       .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
-  }
-  if (reloadPending) reload()
+  })
   const stop = async (): Promise<void> => {
     logLine({ event: 'platform.stopping' })
     await closeGracefully(server, SHUTDOWN_GRACE_MS)

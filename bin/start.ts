@@ -40,7 +40,8 @@ function accountExists(name: string): boolean {
   }
 }
 
-run('platform', 'platform.js')
+// As bin/platform does: the SIGHUP handler first, before node loads the rest.
+run('platform', 'platform.js', ['--import', path.join(here, '../lib/platform/reload-signal.js')])
 // A root bridge needs an unprivileged TERMINAL_USER (CONTRACT §6) and refuses to start without
 // one. For a local try-out as root, lend shells the playfield-shell account when it exists;
 // otherwise run the platform alone (the terminal answers 502) and say how to get the terminal.

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { spawn } from 'node:child_process'
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
@@ -45,4 +46,43 @@ t.test('SIGHUP reloads a good change and keeps the old catalogue on a bad one', 
   t.same(kept.body, good.body)
   t.equal((await rawRequest(platform.url, 'GET', '/api/games/third-game')).status, 404)
   t.equal(platform.child.exitCode, null, 'still running')
+})
+
+t.test('a SIGHUP while bin/platform starts is kept: the process lives, and reloads once it listens', async (t) => {
+  // env -u: the test runner adds NODE_OPTIONS to children, whose preload catches SIGHUP first.
+  const child = spawn('env', ['-u', 'NODE_OPTIONS', path.join(ROOT, 'bin/platform')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', DATA_DIR: tempDir(), MANIFESTS_DIR: path.join(ROOT, 'manifests') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.teardown(() => child.kill('SIGKILL'))
+  let stderr = ''
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const events: string[] = []
+  let buffer = ''
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    buffer += d
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      events.push(String((JSON.parse(buffer.slice(0, nl)) as { event?: string }).event))
+      buffer = buffer.slice(nl + 1)
+    }
+  })
+  // Signal as soon as the process catches SIGHUP (bit 0 of SigCgt): the preloaded handler, before the code loads.
+  // (The shell of bin/platform may catch it too, so the process must be node by then.)
+  const catchesHup = (): boolean => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8')
+      return /^Name:\s*node$/m.test(status) && (BigInt('0x' + /SigCgt:\s*([0-9a-f]+)/.exec(status)![1]) & 1n) === 1n
+    } catch {
+      return false
+    }
+  }
+  while (!catchesHup()) await new Promise((r) => setTimeout(r, 1))
+  t.notOk(events.includes('platform.listening'), 'signalled before the server listens')
+  child.kill('SIGHUP')
+  for (let i = 0; i < 500 && !events.includes('catalogue.reloaded'); i++) await new Promise((r) => setTimeout(r, 20))
+  t.same([child.exitCode, child.signalCode], [null, null], 'still running')
+  t.equal(stderr, '')
+  t.ok(events.indexOf('catalogue.reloaded') > events.indexOf('platform.listening'), 'reloaded once listening')
+  t.equal(events.indexOf('platform.listening') >= 0, true)
 })

@@ -1,4 +1,4 @@
-import type { PlatformConfig } from '../config.js'
+import { ConfigError, type PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import type { Account, Backend } from '../backend/backend.js'
 
@@ -36,6 +36,8 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stdout.write(line(account))
     return 0
   } catch (err) {
+    // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.
+    if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
     process.stderr.write(`users: ${err instanceof Error ? err.message : String(err)}\n`)
     return 1

@@ -88,6 +88,20 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.context().close()
 })
 
+t.test('a window wider than 1000 columns still gets a shell, 1000 columns wide', async (t) => {
+  const page = await signedIn('browser_wide', true)
+  await page.setViewportSize({ width: 12_000, height: 400 })
+  await page.goto(`${origin}/dev/terminal`)
+  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.ok(Number(await page.evaluate('document.querySelector(".xterm-rows").getBoundingClientRect().width')) > 9000, 'the screen is that wide')
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo wide=$(stty size | tr " " x)')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /wide=[0-9]+x[0-9]+/)
+  t.match(await screen(page), /wide=[0-9]+x1000/, 'the shell has 1000 columns')
+  await page.context().close()
+})
+
 t.test('a signed-in user without admission sees the 403 page', async (t) => {
   const page = await signedIn('browser_guest', false)
   const res = await page.goto(`${origin}/dev/terminal`)

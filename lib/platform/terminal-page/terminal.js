@@ -4,6 +4,10 @@
 
 /** Keystrokes and pastes go out in pieces well under the bridge's 1 MiB frame limit. */
 const INPUT_CHUNK = 256 * 1024
+/** The bridge takes sizes from 1 to 1000 (CONTRACT §6); a wider window gets 1000 columns. */
+const MAX_SIZE = 1000
+/** Keystrokes typed while the shell is being created wait for it, up to this much. */
+const MAX_EARLY_INPUT = 64 * 1024
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
   1000: 'connection closed',
@@ -25,6 +29,11 @@ fit.fit()
 
 let ws = null
 let shellRunning = false
+/** A create is out and its `created` not yet back: keystrokes wait in earlyInput. */
+let creating = false
+let earlyInput = ''
+/** The size the shell has, as last sent. */
+let sent = { cols: 0, rows: 0 }
 
 function setStatus(text, isError) {
   statusLine.textContent = text
@@ -40,10 +49,31 @@ function offer(label) {
   button.hidden = false
 }
 
+/** The terminal's size as the bridge takes it. */
+function size() {
+  const clamp = (n) => Math.min(MAX_SIZE, Math.max(1, n))
+  return { cols: clamp(term.cols), rows: clamp(term.rows) }
+}
+
 function create() {
   fit.fit()
-  send({ type: 'create', cols: term.cols, rows: term.rows })
+  sent = size()
+  creating = true
+  earlyInput = ''
+  send({ type: 'create', ...sent })
   term.focus()
+}
+
+function sendInput(data) {
+  for (let at = 0; at < data.length; at += INPUT_CHUNK) send({ type: 'input', data: data.slice(at, at + INPUT_CHUNK) })
+}
+
+/** Tell the shell the terminal's size when it differs from what it has. */
+function sendSize() {
+  const now = size()
+  if (now.cols === sent.cols && now.rows === sent.rows) return
+  sent = now
+  send({ type: 'resize', ...now })
 }
 
 async function connect() {
@@ -77,7 +107,12 @@ async function connect() {
       term.write(frame.data, () => send({ type: 'ack', bytes: size }))
     } else if (frame.type === 'created') {
       shellRunning = true
+      creating = false
       setStatus(`connected: shell ${frame.pid}`)
+      // The window may have changed while the shell started, and keys may have been typed.
+      sendSize()
+      sendInput(earlyInput)
+      earlyInput = ''
     } else if (frame.type === 'exit') {
       shellRunning = false
       const how = frame.signal !== null ? `signal ${frame.signal}` : `code ${frame.code}`
@@ -86,12 +121,19 @@ async function connect() {
       offer('New shell')
     } else if (frame.type === 'error') {
       term.write(`\r\n\x1b[31m[error: ${frame.message}]\x1b[0m\r\n`)
+      // Refused before any shell ran (the create itself): offer another try.
+      if (creating) {
+        creating = false
+        setStatus(`no shell: ${frame.message}`, true)
+        offer('New shell')
+      }
     }
   }
   socket.onclose = (event) => {
     if (ws !== socket) return
     ws = null
     shellRunning = false
+    creating = false
     const reason = CLOSE_REASONS[event.code] || `connection closed (${event.code})`
     setStatus(event.reason && event.code !== 1013 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)
@@ -100,11 +142,11 @@ async function connect() {
 }
 
 term.onData((data) => {
-  if (!shellRunning) return
-  for (let at = 0; at < data.length; at += INPUT_CHUNK) send({ type: 'input', data: data.slice(at, at + INPUT_CHUNK) })
+  if (shellRunning) sendInput(data)
+  else if (creating && earlyInput.length + data.length <= MAX_EARLY_INPUT) earlyInput += data
 })
-term.onResize(({ cols, rows }) => {
-  if (shellRunning) send({ type: 'resize', cols, rows })
+term.onResize(() => {
+  if (shellRunning) sendSize()
 })
 window.addEventListener('resize', () => fit.fit())
 button.addEventListener('click', () => {

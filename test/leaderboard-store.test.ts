@@ -1,4 +1,6 @@
 import t from 'tap'
+import path from 'node:path'
+import Database from 'better-sqlite3'
 import { openDatabase } from '../lib/backend/embedded/db.js'
 import { LeaderboardStore, LEADERBOARD_MIGRATIONS } from '../lib/backend/embedded/leaderboards.js'
 import type { LeaderboardConfig } from '../lib/backend/backend.js'
@@ -77,6 +79,23 @@ t.test('a write that changes nothing keeps metadata, username and the write coun
   t.same(row('best-desc', 'u1'), { username: 'third', score: 70, subscore: 0, metadata: '{"__proto__":{"x":1}}', num_score: 3, expiry: 0 })
   await store.writeRecord(write('incr-desc', 'u2', 0, 0), NOW)
   t.same(row('incr-desc', 'u2'), { username: 'name-u2', score: 0, subscore: 0, metadata: '{}', num_score: 1, expiry: 0 }, 'a first incr of 0 creates the record')
+})
+
+t.test('a write that changes nothing waits for the write it repeats, and fails with it', async (t) => {
+  const { db, store, row, dir } = await open()
+  db.pragma('busy_timeout = 100')
+  const other = new Database(path.join(dir, 'playfield.sqlite'))
+  other.exec('BEGIN IMMEDIATE')
+  // The same score twice in one turn: the second changes nothing in memory, the first is not on disk yet.
+  const results = await Promise.allSettled([store.writeRecord(write('best-desc', 'np', 100), NOW), store.writeRecord(write('best-desc', 'np', 100), NOW)])
+  other.exec('ROLLBACK')
+  t.same(results.map((r) => r.status), ['rejected', 'rejected'], 'neither is confirmed')
+  for (const result of results) t.match((result as PromiseRejectedResult).reason, { status: 503, code: 'BACKEND_UNAVAILABLE' })
+  t.equal(row('best-desc', 'np'), undefined, 'nothing stored')
+  const ok = await Promise.all([store.writeRecord(write('best-desc', 'np', 100), NOW), store.writeRecord(write('best-desc', 'np', 100), NOW)])
+  t.same(ok.map((r) => r.score), [100, 100], 'once the file is free, both are confirmed')
+  t.match(row('best-desc', 'np'), { score: 100 })
+  other.close()
 })
 
 t.test('incr past 2^53-1 is 400 and changes nothing', async (t) => {

@@ -32,6 +32,8 @@ export class LeaderboardStore implements LeaderboardPart {
   #boards = new Map<string, Board>()
   readonly #sql: Statements
   readonly #commits: GroupCommit
+  /** Per board and owner, the commit of the last write not yet committed. */
+  readonly #uncommitted = new Map<string, Promise<void>>()
 
   readonly #currentName: (ownerId: string) => string | undefined
 
@@ -81,7 +83,14 @@ export class LeaderboardStore implements LeaderboardPart {
     const period = this.#period(board, now)
     const old = period.index.get(write.ownerId)
     const next = applyOperator(old, write, board.config.operator, board.config.sortOrder)
-    if (!next) return toRecord(board.config.id, old!, period.index.rank(old!.ownerId))
+    const key = `${board.config.id}\0${write.ownerId}`
+    if (!next) {
+      // Nothing to write, but what memory holds may be a write still on its way to the disk: the
+      // answer waits for it, and fails with it (a record never stored is never confirmed).
+      const pending = this.#uncommitted.get(key)
+      if (pending) await pending
+      return toRecord(board.config.id, old!, period.index.rank(old!.ownerId))
+    }
     if (next.score > MAX_SCORE || next.subscore > MAX_SCORE) {
       const message = 'the stored score would pass 2^53-1'
       throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
@@ -94,11 +103,17 @@ export class LeaderboardStore implements LeaderboardPart {
     const { expiry } = period
     const metadata = write.metadata ?? null
     const { insertRecord, updateRecord } = this.#sql
-    await this.#commits.submit(
+    const committed = this.#commits.submit(
       old
         ? () => updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId)
         : () => insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now),
     )
+    this.#uncommitted.set(key, committed)
+    try {
+      await committed
+    } finally {
+      if (this.#uncommitted.get(key) === committed) this.#uncommitted.delete(key)
+    }
     return toRecord(board.config.id, entry, rank)
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -26,15 +26,16 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   if (existing !== null) return [existing]
   const secret = randomBytes(32).toString('base64url')
   const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
-  writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
   try {
+    writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
     linkSync(draft, file)
   } catch (err) {
     // Another process made it first: use theirs, which is whole.
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
     return [readSecret(file)!]
   } finally {
-    unlinkSync(draft)
+    // The draft goes whatever happened (a failed write leaves a partial one).
+    rmSync(draft, { force: true })
   }
   return [secret]
 }

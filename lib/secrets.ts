@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { constants, copyFileSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -28,7 +28,7 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   try {
     writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
-    linkSync(draft, file)
+    publish(draft, file)
   } catch (err) {
     // Another process made it first: use theirs, which is whole.
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
@@ -40,16 +40,38 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   return [secret]
 }
 
+/**
+ * Link the draft into place, failing with EEXIST when the file exists. A file system without hard
+ * links (vfat, some network mounts) gets an exclusive copy instead: the file then exists a moment
+ * before its bytes do, which readSecret waits out.
+ */
+function publish(draft: string, file: string): void {
+  try {
+    linkSync(draft, file)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err
+    copyFileSync(draft, file, constants.COPYFILE_EXCL)
+  }
+}
+
+/** Waits of READ_WAIT_MS for a secret file still being written (see publish) before it counts as unusable. */
+const READ_TRIES = 10
+const READ_WAIT_MS = 20
+
 /** The secret in `file`, or null when there is no file; a file without a usable secret is a ConfigError. */
 function readSecret(file: string): string | null {
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw err
+  let secret = ''
+  for (let attempt = 0; attempt < READ_TRIES; attempt++) {
+    if (attempt > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, READ_WAIT_MS)
+    try {
+      secret = readFileSync(file, 'utf8').trim()
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw err
+    }
+    if (secret.length >= MIN_SECRET_LENGTH) break
   }
-  const secret = text.trim()
   if (secret.length < MIN_SECRET_LENGTH || /[\s,]/.test(secret)) {
     throw new ConfigError(`DATA_DIR: ${JSON.stringify(file)} holds no usable secret (${secret.length} characters); expected at least ${MIN_SECRET_LENGTH} characters on one line: delete the file to have a new one generated`)
   }

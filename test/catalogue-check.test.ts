@@ -42,6 +42,7 @@ const CASES: Record<string, string[]> = {
     `${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
     `${F}: $.playUrl: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
     `${F}: $.screenshots[0]: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
+    `${F}: $.verifiedPlayCapture.imageUrl: must be a relative path (no backslashes) whose query carries v=<timestamp>`,
   ],
   // Date.parse rolls 2026-02-30 over to March 2 and reads 24:00 as the next day.
   'impossible-dates': [`${F}: $.lastUpdated: is not a real date and time`, `${F}: $.verifiedPlayCapture.capturedAt: is not a real date and time`],

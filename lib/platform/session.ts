@@ -80,14 +80,16 @@ export function stateOf(session: BackendSession, now: number, previous?: Session
 /**
  * The state once the account is called `username`: the cookie's name and its backend token's name
  * always agree, so the token is refreshed to carry the new one (as Nakama's refresh does). When
- * the refresh is refused (logged out meanwhile), the old state with the new name: its refresh
- * token is revoked, so the next request refuses the cookie anyway.
+ * the refresh answers NO_SESSION (logged out meanwhile), the old state with the new name: its
+ * refresh token is revoked, so the next request refuses the cookie anyway.
  */
 export async function renamedState(backend: Backend, state: SessionState, username: string, now: number): Promise<SessionState> {
   try {
     return stateOf(await backend.refresh(state.rt), now, state)
   } catch (err) {
-    if (!(err instanceof HttpError)) throw err
+    // Only a session ended meanwhile keeps the old token; any other failure (the backend down)
+    // is the caller's error, so the cookie's name never runs ahead of its token's.
+    if (!(err instanceof HttpError && err.code === 'NO_SESSION')) throw err
     return { ...state, usn: username }
   }
 }

@@ -2,6 +2,8 @@ import t from 'tap'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { GroupCommit } from '../lib/backend/embedded/group-commit.js'
+import { createEmbeddedBackend } from '../lib/backend/embedded/index.js'
+import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
 import { tempDir } from './helpers/platform.js'
 
@@ -56,4 +58,17 @@ t.test('a batch with one bad write: the others commit, only that one is refused'
   t.equal(failures, 1)
   t.same(db.prepare('SELECT owner, score FROM scores ORDER BY owner').all(), [{ owner: 'a', score: 1 }, { owner: 'b', score: 3 }])
   db.close()
+})
+
+t.test('account writes while another process holds the write lock past busy_timeout: 503, and nothing written', async (t) => {
+  const dataDir = tempDir()
+  const backend = createEmbeddedBackend(loadPlatformConfig({ DATA_DIR: dataDir }))
+  t.teardown(() => backend.close())
+  const other = new Database(path.join(dataDir, 'playfield.sqlite'))
+  other.exec('BEGIN IMMEDIATE')
+  await t.rejects(backend.register('locked_out', 'correct horse battery'), { status: 503, code: 'BACKEND_UNAVAILABLE' })
+  other.exec('ROLLBACK')
+  other.close()
+  // Had the refused register written anything, this one would be 409 USERNAME_TAKEN.
+  t.match(await backend.register('locked_out', 'correct horse battery'), { username: 'locked_out' }, 'the same register once the file is free')
 })

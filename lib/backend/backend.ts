@@ -63,7 +63,7 @@ export type AccountPart = Omit<Backend, 'kind' | 'close' | LeaderboardMethod>
 /** The leaderboard half of a backend: launches and records. */
 export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
 
-const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
+export const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
   'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
   'renameUser', 'takeBucket', 'grantRole', 'revokeRole', 'listPrivileged',
 ]

@@ -50,3 +50,9 @@ function migrate(db: Database.Database, migrations: readonly Migration[]): void 
     }).immediate()
   }
 }
+
+/** SQLite's "database is locked": another process held the write lock past busy_timeout. */
+export function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+}

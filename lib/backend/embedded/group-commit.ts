@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import { HttpError } from '../../http/errors.js'
+import { isBusy } from './db.js'
 
 interface Pending {
   run: () => void
@@ -62,10 +63,4 @@ export class GroupCommit {
     }
     for (const write of batch) write.resolve()
   }
-}
-
-/** SQLite's "database is locked" (SQLITE_BUSY and its extended codes). */
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
 }

@@ -26,13 +26,15 @@ export function authRoutes(router: Router, app: App): void {
     const waitMs = checksPassword ? limit.begin(ctx.ip, startedAt) : limit.waitMs(ctx.ip, startedAt)
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
+    let wrongCredentials = false
     try {
       session = await attempt()
     } catch (err) {
-      if (checksPassword && !(err instanceof HttpError && err.code === 'INVALID_CREDENTIALS')) limit.release(ctx.ip, startedAt)
+      wrongCredentials = err instanceof HttpError && err.code === 'INVALID_CREDENTIALS'
       throw err
+    } finally {
+      if (checksPassword && !wrongCredentials) limit.release(ctx.ip, startedAt)
     }
-    if (checksPassword) limit.release(ctx.ip, startedAt)
     cookie.write(ctx, stateOf(session, app.now()), app.now())
     const account = await app.backend.getAccount(session.userId)
     const roles = account?.roles ?? []

@@ -1,5 +1,6 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
+import { HttpError } from '../../http/errors.js'
 import { checkDirectories } from '../../config-checks.js'
 
 /** One schema step; applied once, in order of `version`, inside a transaction. */
@@ -55,4 +56,9 @@ function migrate(db: Database.Database, migrations: readonly Migration[]): void 
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+}
+
+/** The error to answer for `err`: a locked file is the backend being unavailable (503), not a fault. */
+export function unavailableIfBusy(err: unknown): unknown {
+  return isBusy(err) ? new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is busy; try again shortly') : err
 }

@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3'
-import { HttpError } from '../../http/errors.js'
-import { isBusy } from './db.js'
+import { isBusy, unavailableIfBusy } from './db.js'
 
 interface Pending {
   run: () => void
@@ -43,7 +42,7 @@ export class GroupCommit {
       // Another process held the write lock past busy_timeout: replaying each write would wait
       // that long again per write. All are refused (503), and the owner resyncs its memory.
       if (isBusy(err)) {
-        const unavailable = new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is busy; try again shortly')
+        const unavailable = unavailableIfBusy(err)
         for (const write of batch) write.reject(unavailable)
         this.onFailure()
         return

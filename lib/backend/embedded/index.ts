@@ -1,8 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
 import { ACCOUNT_METHODS, composeBackend, type Backend } from '../backend.js'
-import { HttpError } from '../../http/errors.js'
-import { isBusy, openDatabase } from './db.js'
+import { openDatabase, unavailableIfBusy } from './db.js'
 import { AccountStore, ACCOUNT_MIGRATIONS } from './accounts.js'
 import { LeaderboardStore, LEADERBOARD_MIGRATIONS } from './leaderboards.js'
 
@@ -25,7 +24,7 @@ export function createEmbeddedBackend(config: Readonly<PlatformConfig>): Backend
       try {
         return await method(...args)
       } catch (err) {
-        throw isBusy(err) ? new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is busy; try again shortly') : err
+        throw unavailableIfBusy(err)
       }
     }
   }

@@ -155,7 +155,8 @@ const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '
 /** The access-log line, one per request, when the response is done (or the client went away). */
 function resOnClose(this: PlatformResponse): void {
   const ex = this.exchange!
-  const hundredths = Math.round((performance.now() - ex.started) * 100)
+  // An integer, so the remainder below is integer arithmetic, not a call to fmod.
+  const hundredths = Math.round((performance.now() - ex.started) * 100) | 0
   if (ex.log) {
     ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status: this.statusCode, ms: hundredths / 100, ip: ex.ip })
     return
@@ -167,7 +168,7 @@ function resOnClose(this: PlatformResponse): void {
   // written from integers: formatting the double cost a tenth of a microsecond per request.
   queueLine(
     `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
-      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${Math.floor(hundredths / 100)}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
+      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${(hundredths / 100) | 0}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
   )
 }
 

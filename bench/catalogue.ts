@@ -2,8 +2,9 @@
  * npm run bench:catalogue — GET /api/games on the platform against the practical limit: a minimal
  * node:http server writing the same pre-serialized bytes, measured interleaved in one run with wrk
  * (50 connections), identity and gzip, several rounds; prints medians and the ratio ours/limit
- * (target >= 0.90). Then start-up to first answer with 1,000 generated manifests (target <= 1 s).
- * Loopback figures swing from run to run; only the ratios mean anything.
+ * (target >= 0.90). With two cores, a same-core check follows: both servers loaded at once on one
+ * core, whose requests ratio is their CPU cost ratio. Then start-up to first answer with 1,000
+ * generated manifests (target <= 1 s). Loopback figures swing from run to run; only the ratios mean anything.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -108,6 +109,27 @@ async function wrk(url: string, gzip: boolean, pid: number): Promise<Sample> {
   return { rps, p99ms, cpuUs: (cpu * 1000) / requests }
 }
 
+const SHARED_SECONDS = 5
+const SHARED_ROUNDS = 3
+
+/**
+ * Both servers loaded at once on the one core they are pinned to, each by its own wrk on core 1.
+ * The scheduler splits the core between them evenly, so the ratio of requests each answered is
+ * the inverse ratio of their CPU cost per request, measured in the same seconds: a neighbour's
+ * load or a slower host slows both alike, which interleaved loads cannot promise.
+ */
+async function sharedCore(oursUrl: string, limitUrl: string): Promise<number[]> {
+  const load = (url: string): Promise<number> =>
+    run(...pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${SHARED_SECONDS}s`, url])).then(({ stdout }) => Number(/(\d+) requests in/.exec(stdout)?.[1]))
+  const ratios: number[] = []
+  for (let round = 0; round < SHARED_ROUNDS; round++) {
+    const [o, l] = await Promise.all([load(oursUrl), load(limitUrl)])
+    if (!(o > 0 && l > 0)) throw new Error('a same-core load gave no answers')
+    ratios.push(o / l)
+  }
+  return ratios
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b)
   const mid = Math.floor(s.length / 2)
@@ -154,6 +176,7 @@ async function main(): Promise<void> {
       }
     }
   }
+  const shared = PIN ? await sharedCore(ours.url, limitUrl) : []
   await stop(ours.child)
   await stop(limit)
 
@@ -167,6 +190,11 @@ async function main(): Promise<void> {
     // Each round's two loads ran back to back: their ratio is what the machine's drift moves least.
     const rounds = o.map((s, i) => s.rps / l[i]!.rps)
     console.log(`  limit ${encoding.padEnd(8)} ${lrps.toFixed(0).padStart(7)}   ${median(l.map((s) => s.p99ms)).toFixed(2).padStart(6)}   ${lcpu.toFixed(1).padStart(8)}   ${(orps / lrps).toFixed(3).padStart(8)}   ${(lcpu / ocpu).toFixed(3).padStart(28)}   ${rounds.map((r) => r.toFixed(2)).join(' ')} (median ${median(rounds).toFixed(3)})`)
+  }
+
+  if (shared.length) {
+    console.log(`\nsame core, same time (both servers on core 0 at once, one wrk each on core 1, ${SHARED_SECONDS} s, ${shared.length} rounds, identity):`)
+    console.log(`  requests answered ours/limit ${shared.map((r) => r.toFixed(3)).join(' ')} (median ${median(shared).toFixed(3)}): the scheduler gives both the same CPU, so this is the limit's CPU per request over ours, with the machine's drift hitting both alike`)
   }
 
   // Wall time swings with the machine's load; the process's own CPU time to its first answer does

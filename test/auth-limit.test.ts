@@ -48,7 +48,7 @@ t.test('only wrong credentials count: bad requests, taken names and successes do
   await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
 })
 
-t.test('guesses sent in parallel: only 10 password checks run, the others are 429 at once', async (t) => {
+t.test('guesses sent in parallel: only 10 password checks run, the others are 429 once those failed', async (t) => {
   const c = from('203.0.113.40')
   const answers = await Promise.all(Array.from({ length: 30 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })))
   const statuses = answers.map((r) => r.status).sort()
@@ -65,6 +65,19 @@ t.test('in parallel, a check that succeeds gives its place back', async (t) => {
   t.same(answers.map((r) => r.status), [...Array(9).fill(401), 200], 'ten checks at once all run')
   await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', 'the 10th failure')
   await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
+})
+
+t.test('right passwords sent in parallel all sign in, however many, and guests beside them too', async (t) => {
+  const c = from('203.0.113.42')
+  const answers = await Promise.all([
+    ...Array.from({ length: 25 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' })),
+    ...Array.from({ length: 3 }, () => c.post('/api/auth/guest')),
+  ])
+  t.same(answers.map((r) => r.status), Array(28).fill(200))
+  for (let i = 0; i < 5; i++) await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })
+  const after = await Promise.all(Array.from({ length: 8 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' })))
+  t.same(after.map((r) => r.status), Array(8).fill(200), 'with 5 failures, 8 right passwords at once: 5 checks run, 3 wait, none is refused')
+  await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', 'the failures so far are still 5')
 })
 
 t.test('the limit does not stop a signed-in user: only sign-ins are limited', async (t) => {

@@ -84,19 +84,66 @@ t.test('SigninLimit: 10 failures in a minute block the address until the oldest 
   t.equal(limit.waitMs('10.0.0.1', T0 + 200_000), 0, 'a quiet minute forgets everything')
 })
 
-t.test('SigninLimit: a begun check counts as a failure until released', async (t) => {
+t.test('SigninLimit: checks in flight are held to the failures left; the rest wait for a place', async (t) => {
   const limit = new SigninLimit()
-  for (let i = 0; i < 10; i++) t.equal(limit.begin('a', T0 + i), 0, `check ${i + 1} begins`)
-  t.equal(limit.begin('a', T0 + 10), 59_990, 'the 11th waits while ten are in flight')
-  t.equal(limit.begin('b', T0 + 10), 0, 'another address is not held')
-  limit.release('a', T0 + 3)
-  t.equal(limit.waitMs('a', T0 + 10), 0, 'a released check frees its place')
-  t.equal(limit.begin('a', T0 + 11), 0)
-  t.equal(limit.waitMs('a', T0 + 12), 59_988, 'and the next one takes it')
-  limit.release('a', T0 + 999)
-  t.equal(limit.waitMs('a', T0 + 12), 59_988, 'releasing a check never begun changes nothing')
-  for (let i = 0; i < 10; i++) limit.release('b', T0 + 10)
-  t.equal(limit.waitMs('b', T0 + 10), 0)
+  const clock = (): number => T0
+  for (let i = 0; i < 7; i++) limit.fail('a', T0)
+  const places = await Promise.all([0, 1, 2].map(() => limit.acquire('a', clock)))
+  t.ok(places.every((p) => p.ok), 'three failures left: three checks run at once')
+  t.same(limit.inFlight('a'), { running: 3, waiting: 0 })
+  let fourth: Awaited<ReturnType<SigninLimit['acquire']>> | undefined
+  const waiting = limit.acquire('a', clock).then((p) => (fourth = p))
+  await new Promise((r) => setImmediate(r))
+  t.equal(fourth, undefined, 'a fourth waits')
+  t.same(limit.inFlight('a'), { running: 3, waiting: 1 })
+  t.equal(limit.waitMs('a', T0), 0, 'checks in flight are not failures: a guest may still sign in')
+  const b = await limit.acquire('b', clock)
+  t.ok(b.ok, 'another address is not held')
+  if (b.ok) b.release(false, T0)
+  const [first, second, third] = places as Extract<(typeof places)[number], { ok: true }>[]
+  first!.release(false, T0)
+  await waiting
+  t.ok(fourth?.ok, 'a check that succeeds gives its place to the one waiting')
+  first!.release(true, T0)
+  t.same(limit.inFlight('a'), { running: 3, waiting: 0 }, 'a second release of one place changes nothing')
+  second!.release(true, T0)
+  third!.release(true, T0)
+  if (fourth?.ok) fourth.release(true, T0)
+  t.same(limit.inFlight('a'), { running: 0, waiting: 0 })
+  t.equal(limit.waitMs('a', T0), 60_000, 'three failures more make ten: the address is limited')
+  t.same(await limit.acquire('a', clock), { ok: false, waitMs: 60_000 })
+})
+
+t.test('SigninLimit: waiting checks answer the limit once the checks in flight have failed', async (t) => {
+  const limit = new SigninLimit()
+  const clock = (): number => T0
+  const running = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
+  const waiting = Array.from({ length: 20 }, () => limit.acquire('a', clock))
+  await new Promise((r) => setImmediate(r))
+  t.same(limit.inFlight('a'), { running: 10, waiting: 20 })
+  for (const place of running) if (place.ok) place.release(true, T0 + 5)
+  t.same(await Promise.all(waiting), Array(20).fill({ ok: false, waitMs: 60_005 }), 'all twenty are refused until the first failure is a minute old')
+  t.same(limit.inFlight('a'), { running: 0, waiting: 0 }, 'nothing is left behind')
+})
+
+t.test('SigninLimit: at most 100 checks wait per address; more are refused for a second', async (t) => {
+  const limit = new SigninLimit()
+  const clock = (): number => T0
+  const tick = (): Promise<void> => new Promise((r) => setImmediate(r))
+  let places = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
+  const waiting = Array.from({ length: 100 }, () => limit.acquire('a', clock))
+  await tick()
+  t.same(await limit.acquire('a', clock), { ok: false, waitMs: 1000 }, 'the 101st waiting check is refused')
+  // Each round of ten successes hands its places to ten of those waiting.
+  for (let round = 0; round < 10; round++) {
+    for (const place of places) if (place.ok) place.release(false, T0)
+    await tick()
+    t.same(limit.inFlight('a'), { running: 10, waiting: 90 - round * 10 }, `round ${round + 1}`)
+    places = []
+    for (const pending of waiting.splice(0, 10)) places.push(await pending)
+  }
+  for (const place of places) if (place.ok) place.release(false, T0)
+  t.same(limit.inFlight('a'), { running: 0, waiting: 0 })
 })
 
 t.test('SigninLimit: failures spread over more than a minute never block', async (t) => {

@@ -18,12 +18,12 @@ export function authRoutes(router: Router, app: App): void {
 
   /**
    * Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address
-   * is limited. A login's password check counts as a failure while it runs, and keeps counting
-   * only when the credentials were wrong.
+   * is limited. A login checks its password only in a place the limit gives it (SigninLimit), and
+   * counts as a failure when the credentials were wrong.
    */
   const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, checksPassword = false): Promise<void> => {
-    const startedAt = app.now()
-    const waitMs = checksPassword ? limit.begin(ctx.ip, startedAt) : limit.waitMs(ctx.ip, startedAt)
+    const place = checksPassword ? await limit.acquire(ctx.ip, () => app.now()) : null
+    const waitMs = place ? (place.ok ? 0 : place.waitMs) : limit.waitMs(ctx.ip, app.now())
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
     let wrongCredentials = false
@@ -33,7 +33,7 @@ export function authRoutes(router: Router, app: App): void {
       wrongCredentials = err instanceof HttpError && err.code === 'INVALID_CREDENTIALS'
       throw err
     } finally {
-      if (checksPassword && !wrongCredentials) limit.release(ctx.ip, startedAt)
+      if (place?.ok) place.release(wrongCredentials, app.now())
     }
     cookie.write(ctx, stateOf(session, app.now()), app.now())
     const account = await app.backend.getAccount(session.userId)

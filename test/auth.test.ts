@@ -89,8 +89,10 @@ t.test('register: the password length counts characters (code points), 8 to 256'
     ['256 emoji', '🎲'.repeat(256)],
   ]
   for (const [label, password] of ok) {
-    const res = await client().post('/api/auth/register', { username: `pw${nextAddress}`, password })
+    const username = `pw${nextAddress}`
+    const res = await client().post('/api/auth/register', { username, password })
     t.equal(res.status, 200, label)
+    t.equal((await client().post('/api/auth/login', { username, password })).status, 200, `${label}: logs in`)
   }
   const before = accounts()
   const bad: [string, string][] = [

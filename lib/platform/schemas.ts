@@ -12,7 +12,9 @@ const Username = Type.String({ minLength: 3, maxLength: 24, pattern: '^[A-Za-z0-
  * 8-character rule and then open with "a", and "password123\0" would open "password123".
  */
 const PASSWORD_TEXT = '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]*$'
-const PASSWORD_RE = new RegExp(PASSWORD_TEXT)
+// The `u` flag, as TypeBox compiles patterns: without it each half of a character beyond U+FFFF
+// (an emoji) reads as a lone surrogate, and such a password registered but never logged in.
+const PASSWORD_RE = new RegExp(PASSWORD_TEXT, 'u')
 
 /** Whether a password holds only characters a password may have (login answers 401 otherwise). */
 export function isPasswordText(password: string): boolean {

@@ -1,6 +1,7 @@
 import { ConfigError, loadBridgeConfig, type BridgeConfig } from '../lib/config.js'
 import { checkDirectories, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logLine } from '../lib/http/server.js'
+import { logExactLine } from '../lib/http/log.js'
 import { loadSecret } from '../lib/secrets.js'
 import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
 import { createBridge } from '../lib/bridge/server.js'
@@ -29,7 +30,7 @@ function configFailed(err: unknown): never {
   process.exit(2)
 }
 
-const bridge = createBridge({ config, account, ticketKeys, log: logLine })
+const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine })
 
 const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port))
 bridge.server.once('error', listenFailed)

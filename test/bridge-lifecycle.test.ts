@@ -67,6 +67,7 @@ t.test('closing the socket ends the shell, a background job and a nohup job, and
   await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 2_000, 'the session log line')
   const line = bridge.logs.find((l) => l.event === 'terminal.session')!
   t.match(line, { event: 'terminal.session', user: 'dev', pid: shellPid })
+  t.same(Object.keys(line).sort(), ['bytesIn', 'bytesOut', 'endedAt', 'event', 'pid', 'startedAt', 'user'], 'exactly the fields of CONTRACT §6')
   t.ok((line.bytesIn as number) > 40 && (line.bytesOut as number) > 40, 'bytes counted both ways')
   t.ok(Date.parse(line.endedAt as string) >= Date.parse(line.startedAt as string), 'startedAt <= endedAt')
 })
@@ -78,7 +79,7 @@ t.test('a connection that never creates a PTY logs pid null', async (t) => {
   c.ws.close()
   await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 2_000, 'the session log line')
   const line = bridge.logs.find((l) => l.event === 'terminal.session')!
-  t.same(Object.keys(line).filter((k) => k !== 'time' && k !== 'userId').sort(), ['bytesIn', 'bytesOut', 'endedAt', 'event', 'pid', 'startedAt', 'user'])
+  t.same(Object.keys(line).sort(), ['bytesIn', 'bytesOut', 'endedAt', 'event', 'pid', 'startedAt', 'user'], 'exactly the fields of CONTRACT §6')
   t.match(line, { pid: null, bytesIn: 0, bytesOut: 0, user: 'dev' })
 })
 

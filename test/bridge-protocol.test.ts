@@ -123,6 +123,48 @@ t.test('a frame over 1 MiB closes the connection with 1009', async (t) => {
   t.equal((await c.whenClosed()).code, 1009)
 })
 
+/** Whether a process runs (signal 0 probes it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+t.test('a shell that does not read its input: past 1 MiB waiting, input is refused, and kill and close still work', async (t) => {
+  for (const ending of ['kill', 'close'] as const) {
+    const c = await connect(bridge.port)
+    c.send({ type: 'create' })
+    const shellPid = (await c.frame('created')).pid as number
+    // Raw mode: the line discipline keeps no limit, so the shell's terminal takes what it can and the rest waits.
+    const sleeper = Number((await c.run('stty raw -echo; sleep 1000 & echo $!')).trim().split(/\s+/).pop())
+    c.send({ type: 'input', data: 'fg\r' })
+    await new Promise((r) => setTimeout(r, 300))
+    c.send({ type: 'input', data: 'x'.repeat(1_000_000) })
+    c.send({ type: 'input', data: 'x'.repeat(200_000) })
+    const at = c.frames.length
+    c.send({ type: 'input', data: 'x'.repeat(200_000) })
+    t.match(await c.frame('error', at - 1), { type: 'error', message: /^input refused: the shell has not read the \d+ bytes before it yet$/ }, `${ending}: input past the mark is refused`)
+    t.equal(c.closed, null, `${ending}: the connection stays`)
+    if (ending === 'kill') {
+      const before = c.frames.length
+      c.send({ type: 'kill' })
+      t.match(await c.frame('exit', before, 5_000), { type: 'exit' }, 'kill is read and answered with exit')
+      c.ws.close()
+    } else {
+      c.ws.terminate()
+    }
+    const deadline = Date.now() + 5_000
+    while ((alive(shellPid) || alive(sleeper)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    t.notOk(alive(shellPid) || alive(sleeper), `${ending}: the shell and its job are gone`)
+    const health = async (): Promise<{ connections: number }> => (await fetch(`http://127.0.0.1:${bridge.port}/`)).json() as Promise<{ connections: number }>
+    while ((await health()).connections > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    t.equal((await health()).connections, 0, `${ending}: the connection's place is free again`)
+  }
+})
+
 t.test('input of just under 1 MiB is accepted', async (t) => {
   const c = await connect(bridge.port)
   c.send({ type: 'create' })

@@ -10,19 +10,33 @@ const LOW_WATER = 256 * 1024
 /** An acking client may have this many output characters in flight unrendered (CONTRACT §6). */
 const ACK_WINDOW = 1024 * 1024
 const ACK_LOW = 512 * 1024
-/** Stop reading the client while this much input waits for a shell that does not read. */
+/**
+ * Input waiting for a shell that does not read (a program in raw mode that never reads its
+ * input) is held up to this much; input frames past it are refused with an `error` frame. The
+ * socket itself is never paused for input: a paused socket reads no `kill` frame and notices no
+ * close, so the shell, its jobs and the connection's place would outlive the client.
+ */
 const INPUT_HIGH = 1024 * 1024
 
-/** CONTRACT §6: the one JSON line logged for every connection when it ends (pid null without a PTY). */
+/**
+ * CONTRACT §6: the one JSON line logged for every connection when it ends (pid null without a
+ * PTY), with exactly the fields the contract names: the log writes it without adding `time`.
+ */
 export function sessionLine(claims: TicketClaims, pid: number | null, startedAt: string, bytesIn: number, bytesOut: number): Record<string, unknown> {
-  return { event: 'terminal.session', user: claims.username, userId: claims.userId, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut }
+  return { event: 'terminal.session', user: claims.username, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut }
 }
 
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
  * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
  */
-export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: Registry, log: (entry: Record<string, unknown>) => void): Promise<void> {
+export function serveConnection(
+  ws: WebSocket,
+  claims: TicketClaims,
+  registry: Registry,
+  log: (entry: Record<string, unknown>) => void,
+  sessionLog: (entry: Record<string, unknown>) => void,
+): Promise<void> {
   const startedAt = new Date().toISOString()
   let terminal: Terminal | null = null
   let pid: number | null = null
@@ -55,11 +69,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
           send({ type: 'output', data })
           updateFlow()
         },
-        inputDrained() {
-          ws.resume()
-        },
         exit(code, signal) {
-          ws.resume()
           if (terminal === spawned) terminal = null
           send({ type: 'exit', code, signal })
         },
@@ -83,8 +93,11 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
     }
     if (!terminal) return send({ type: 'error', message: `no terminal: send create before ${frame.type}` })
     if (frame.type === 'input') {
+      if (terminal.pendingInput > INPUT_HIGH) {
+        return send({ type: 'error', message: `input refused: the shell has not read the ${terminal.pendingInput} bytes before it yet` })
+      }
       bytesIn += Buffer.byteLength(frame.data)
-      if (terminal.write(frame.data) > INPUT_HIGH) ws.pause()
+      terminal.write(frame.data)
     } else if (frame.type === 'resize') {
       terminal.resize(frame.cols, frame.rows)
     } else {
@@ -104,7 +117,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, registry: R
     ws.once('close', () => {
       const ending = terminal ? registry.dispose(terminal) : Promise.resolve()
       terminal = null
-      log(sessionLine(claims, pid, startedAt, bytesIn, bytesOut))
+      sessionLog(sessionLine(claims, pid, startedAt, bytesIn, bytesOut))
       void ending.then(resolve)
     })
   })

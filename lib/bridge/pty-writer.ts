@@ -10,16 +10,12 @@ const RETRY_MS = 5
  */
 export class PtyWriter {
   readonly #fd: number
-  readonly #onDrain: () => void
   #queue: Buffer[] = []
   #pending = 0
   #timer: NodeJS.Timeout | null = null
-  #backlogged = false
 
-  /** `onDrain` is called when a backlog has been written out. */
-  constructor(fd: number, onDrain: () => void) {
+  constructor(fd: number) {
     this.#fd = fd
-    this.#onDrain = onDrain
   }
 
   /** Bytes queued because the shell is not reading. */
@@ -57,15 +53,10 @@ export class PtyWriter {
       this.#pending -= written
       if (written < head.length) {
         this.#queue[0] = head.subarray(written)
-        this.#backlogged = true
         this.#timer = setTimeout(() => this.#flush(), RETRY_MS)
         return
       }
       this.#queue.shift()
-    }
-    if (this.#backlogged) {
-      this.#backlogged = false
-      this.#onDrain()
     }
   }
 }

@@ -16,7 +16,6 @@ export class Registry {
   spawn(cols: number, rows: number, events: TerminalEvents): Terminal {
     const terminal: Terminal = new Terminal(this.#account, this.#shell, cols, rows, {
       output: events.output,
-      inputDrained: events.inputDrained,
       exit: (code, signal) => {
         this.#terminals.delete(terminal.pid)
         events.exit(code, signal)

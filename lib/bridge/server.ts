@@ -29,6 +29,8 @@ interface BridgeOptions {
   /** TERMINAL_TICKET_SECRET keys (the first signs on the platform; all verify here). */
   ticketKeys: string[]
   log: (entry: Record<string, unknown>) => void
+  /** The `terminal.session` lines, written with exactly their fields (logExactLine). */
+  sessionLog: (entry: Record<string, unknown>) => void
 }
 
 /** The health server's error bodies by status. */
@@ -48,7 +50,7 @@ function refuse(socket: Duplex, status: number, message: string): void {
 }
 
 /** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
-export function createBridge({ config, account, ticketKeys, log }: BridgeOptions): Bridge {
+export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
   const started = Date.now()
   const registry = new Registry(account, config.shell)
   const spent = new SpentTickets()
@@ -87,10 +89,10 @@ export function createBridge({ config, account, ticketKeys, log }: BridgeOptions
       if (connections.size >= config.maxConn) {
         // Refused, but a connection all the same: it gets its session line, without a PTY.
         const startedAt = new Date().toISOString()
-        ws.once('close', () => log(sessionLine(claims, null, startedAt, 0, 0)))
+        ws.once('close', () => sessionLog(sessionLine(claims, null, startedAt, 0, 0)))
         return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
       }
-      const done = serveConnection(ws, claims, registry, log)
+      const done = serveConnection(ws, claims, registry, log, sessionLog)
       connections.set(ws, done)
       ws.once('close', () => connections.delete(ws))
     })

@@ -12,8 +12,6 @@ export interface TerminalEvents {
   /** A frame's text, and the PTY bytes it carries. */
   output(data: string, bytes: number): void
   exit(code: number, signal: number | null): void
-  /** Keystrokes that had to wait for the shell have all been written. */
-  inputDrained?(): void
 }
 
 /** PATH of the clean environment; the login shell's profile may extend it. */
@@ -64,7 +62,7 @@ export class Terminal {
     const internals = this.#pty as unknown as PtyInternals
     this.#socket = internals._socket
     this.#fd = internals._fd
-    this.#writer = new PtyWriter(this.#fd, () => events.inputDrained?.())
+    this.#writer = new PtyWriter(this.#fd)
     this.#realDestroy = this.#socket.destroy.bind(this.#socket)
     this.#socket.destroy = (error?: Error) => this.#socketOnDestroy(error)
     this.#socket.prependListener('end', () => this.#drain())
@@ -72,10 +70,14 @@ export class Terminal {
     this.#pty.onExit(({ exitCode, signal }) => this.#ptyOnExit(exitCode, signal))
   }
 
-  /** Write keystrokes; answers the bytes still waiting for the shell to read. */
-  write(data: string): number {
-    if (this.#exited || this.#closed) return 0
+  /** Write keystrokes (queued while the shell does not read them). */
+  write(data: string): void {
+    if (this.#exited || this.#closed) return
     this.#writer.write(data)
+  }
+
+  /** Bytes of input still waiting for the shell to read them. */
+  get pendingInput(): number {
     return this.#writer.pending
   }
 

@@ -40,3 +40,11 @@ export function queueLine(line: string): void {
 export function logLine(entry: Record<string, unknown>): void {
   queueLine(JSON.stringify({ time: isoNow(), ...entry }) + '\n')
 }
+
+/**
+ * Write one JSON line with exactly the fields given, no `time` added: for a line whose fields a
+ * contract names (CONTRACT §6's `terminal.session`, which carries its own `endedAt`).
+ */
+export function logExactLine(entry: Record<string, unknown>): void {
+  queueLine(JSON.stringify(entry) + '\n')
+}

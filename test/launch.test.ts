@@ -6,10 +6,24 @@ import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 
-t.test('withSession adds session= to the query of a relative play URL', async (t) => {
-  t.equal(withSession('/play/gravel-golf', 'abc'), '/play/gravel-golf?session=abc')
-  t.equal(withSession('/games/x/index.html?embed=1', 'abc'), '/games/x/index.html?embed=1&session=abc')
-  t.equal(withSession('/games/x/index.html?embed=1&session=old#top', 'a b'), '/games/x/index.html?embed=1&session=a+b#top')
+t.test('withSession adds session= to the query and keeps the rest of the play URL as written', async (t) => {
+  const cases: [string, string][] = [
+    ['/play/gravel-golf', '/play/gravel-golf?session=abc'],
+    ['/games/x/index.html?embed=1', '/games/x/index.html?embed=1&session=abc'],
+    ['/games/x/index.html?embed=1#start', '/games/x/index.html?embed=1&session=abc#start'],
+    ['/games/x/index.html#', '/games/x/index.html?session=abc#'],
+    ['/games/x/index.html?', '/games/x/index.html?session=abc'],
+    ['/games/x/index.html?embed=1&', '/games/x/index.html?embed=1&session=abc'],
+    ['/games/x/index.html?embed=1&level=a%20b&q=c+d', '/games/x/index.html?embed=1&level=a%20b&q=c+d&session=abc'],
+    ['/games/x/index.html?embed=1&flag', '/games/x/index.html?embed=1&flag&session=abc'],
+    ['/games/x/index.html?path=/x/y&t=~&cb={x}', '/games/x/index.html?path=/x/y&t=~&cb={x}&session=abc'],
+    ['/games/x/../x/index.html?a=1&a=2', '/games/x/../x/index.html?a=1&a=2&session=abc'],
+    ['https://cdn.example.com/g/?embed=1#top', 'https://cdn.example.com/g/?embed=1&session=abc#top'],
+    ['/games/x/index.html?embed=1&session=old&sess%69on=older&sessions=keep#top', '/games/x/index.html?embed=1&sessions=keep&session=abc#top'],
+    ['/games/x/index.html?session=old', '/games/x/index.html?session=abc'],
+  ]
+  for (const [playUrl, expected] of cases) t.equal(withSession(playUrl, 'abc'), expected, playUrl)
+  t.equal(withSession('/play/x', 'a b&c'), '/play/x?session=a%20b%26c', 'the id is encoded')
 })
 
 t.test('POST /api/games/{id}/launch', async (t) => {
@@ -52,6 +66,10 @@ t.test('POST /api/games/{id}/launch', async (t) => {
   const keysIgnored = await client.post('/api/games/fixture-disabled/launch', { mode: 'solo', x: [1] })
   t.equal(keysIgnored.status, 200, 'object keys are ignored')
   const c = (await keysIgnored.json()) as { session: { id: string } }
+  // Numbers no field could keep exactly are refused where a field reads them, not in ignored keys.
+  const bigNumbers = await client.post('/api/games/fixture-disabled/launch', '{"x":1e400,"y":123456789012345678901234567890,"z":1e-400}')
+  t.equal(bigNumbers.status, 200, 'ignored keys may hold any number')
+  const d = (await bigNumbers.json()) as { session: { id: string } }
 
   const bad: [string, unknown, Record<string, string> | undefined, number, string][] = [
     ['unknown game', undefined, undefined, 404, 'GAME_NOT_FOUND'],
@@ -75,6 +93,7 @@ t.test('POST /api/games/{id}/launch', async (t) => {
     [a.session.id, 'fixture-boards', user.id],
     [b.session.id, 'fixture-native', user.id],
     [c.session.id, 'fixture-disabled', user.id],
-  ].sort(byId), 'only the three launches are recorded')
+    [d.session.id, 'fixture-disabled', user.id],
+  ].sort(byId), 'only the four launches are recorded')
   for (const r of rows) t.ok(r.launched_at >= before && r.launched_at <= Date.now(), 'launch time recorded')
 })

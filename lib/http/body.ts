@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import contentType from 'content-type'
-import type { Static, TSchema, Validator } from '../typebox.js'
+import { Compile, Type, type Static, type TSchema, type Validator } from '../typebox.js'
 import { HttpError } from './errors.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
@@ -80,10 +80,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Read a JSON body. An empty body gives `undefined` when `optional`; otherwise the body must be
- * `application/json` in UTF-8 (415), valid UTF-8 and JSON (400 INVALID_JSON), and hold no number
- * that JSON.parse would silently change (400 VALIDATION_FAILED, see checkNumbers).
+ * `application/json` in UTF-8 (415), valid UTF-8 and JSON (400 INVALID_JSON), and, unless
+ * `exactNumbers` is false (a body nothing reads the numbers of), hold no number that JSON.parse
+ * would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
-export async function readJson(req: IncomingMessage, optional = false): Promise<unknown> {
+export async function readJson(req: IncomingMessage, optional = false, exactNumbers = true): Promise<unknown> {
   if (optional && !hasBody(req)) {
     await readRaw(req)
     return undefined
@@ -110,7 +111,7 @@ export async function readJson(req: IncomingMessage, optional = false): Promise<
   } catch {
     throw new HttpError(400, 'INVALID_JSON', 'body is not valid JSON')
   }
-  checkNumbers(text)
+  if (exactNumbers) checkNumbers(text)
   return value
 }
 
@@ -162,6 +163,16 @@ export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknow
     .slice(0, 10)
     .map((e) => ({ path: e.instancePath === '' ? '/' : e.instancePath, message: e.message }))
   throw new HttpError(400, 'VALIDATION_FAILED', 'request does not match the schema', details)
+}
+
+const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))
+
+/**
+ * The body of an endpoint that takes none (guest, logout, launch, a terminal ticket): empty, or a
+ * JSON object whose keys are ignored, numbers and all; any other JSON is 400 (CONTRACT §3).
+ */
+export async function readIgnoredBody(req: IncomingMessage): Promise<void> {
+  check(IgnoredBody, await readJson(req, true, false))
 }
 
 /** Read a JSON body and check it against a schema in one step. */

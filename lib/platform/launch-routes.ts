@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import { check, readJson } from '../http/body.js'
+import { readIgnoredBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import type { App } from './app.js'
-import { EmptyBody } from './schemas.js'
-
-// Resolves relative play URLs without letting a base leak into the answer.
-const PLACEHOLDER_ORIGIN = 'http://playfield.invalid'
 
 /** `POST /api/games/{id}/launch` (spec 2.4 and 4 rule 3, CONTRACT §3). */
 export function launchRoutes(router: Router, app: App): void {
   router.add('POST', '/api/games/:id/launch', async (ctx) => {
     const user = await app.auth.require(ctx)
     // Body empty or a JSON object whose keys are ignored; any other JSON is 400.
-    check(EmptyBody, await readJson(ctx.req, true))
+    await readIgnoredBody(ctx.req)
     const game = app.catalogue().games.get(ctx.params.id!)
     if (!game) throw new HttpError(404, 'GAME_NOT_FOUND', `no game "${ctx.params.id}"`)
     const sessionId = randomUUID()
@@ -25,11 +21,33 @@ export function launchRoutes(router: Router, app: App): void {
 }
 
 /**
- * The play URL with `session=<id>` in its query (replacing one already there), the rest kept:
- * `/games/x/index.html?embed=1` gives `/games/x/index.html?embed=1&session=<id>`.
+ * The play URL with `session=<id>` added to its query, as text: everything else is kept exactly
+ * as the manifest wrote it (a URL parser would re-encode the other parameters and resolve the
+ * path). A `session` parameter already there is dropped, so the game reads the launch's own id:
+ * `/games/x/index.html?embed=1#top` gives `/games/x/index.html?embed=1&session=<id>#top`.
  */
 export function withSession(playUrl: string, sessionId: string): string {
-  const url = new URL(playUrl, PLACEHOLDER_ORIGIN)
-  url.searchParams.set('session', sessionId)
-  return url.origin === PLACEHOLDER_ORIGIN ? url.pathname + url.search + url.hash : url.href
+  const hashAt = playUrl.indexOf('#')
+  const base = hashAt < 0 ? playUrl : playUrl.slice(0, hashAt)
+  const hash = hashAt < 0 ? '' : playUrl.slice(hashAt)
+  const param = `session=${encodeURIComponent(sessionId)}`
+  const q = base.indexOf('?')
+  if (q < 0) return `${base}?${param}${hash}`
+  const query = base
+    .slice(q + 1)
+    .split('&')
+    .filter((part) => keyOf(part) !== 'session')
+    .join('&')
+  const joiner = query === '' || query.endsWith('&') ? '' : '&'
+  return `${base.slice(0, q)}?${query}${joiner}${param}${hash}`
+}
+
+/** A query part's key as a form decoder reads it (`sess%69on=1` is `session`). */
+function keyOf(part: string): string {
+  const key = part.split('=', 1)[0]!.replaceAll('+', ' ')
+  try {
+    return decodeURIComponent(key)
+  } catch {
+    return key
+  }
 }

@@ -43,9 +43,6 @@ export const LoginBody = Compile(
 /** `PUT /api/user/username`: `{username}`, nothing else. */
 export const UsernameBody = Compile(Type.Object({ username: Username }, { additionalProperties: false }))
 
-/** Bodies of the no-body endpoints (guest, logout): when one is sent it must be a JSON object; its keys are ignored. */
-export const EmptyBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))
-
 // A leaderboard id as Nakama stores it: at most 128 characters (VARCHAR(128)), no control
 // characters. Ids outside this are 400 wherever they appear (body or path); others unknown are 404.
 const LeaderboardId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$' })

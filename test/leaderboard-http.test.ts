@@ -106,8 +106,10 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     ['/api/leaderboards/fx-incr-desc?cursor=eyJsIjoiZngtaW5jci1kZXNjIn0', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/nope', 404, 'LEADERBOARD_NOT_FOUND'],
     ['/api/leaderboards/fixture-disabled', 404, 'LEADERBOARD_NOT_FOUND'],
-    [`/api/leaderboards/${'x'.repeat(129)}`, 400, 'VALIDATION_FAILED'],
-    ['/api/leaderboards/fx%01best', 400, 'VALIDATION_FAILED'],
+    [`/api/leaderboards/${'x'.repeat(129)}`, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['/api/leaderboards/fx%01best', 404, 'LEADERBOARD_NOT_FOUND'],
+    ['/api/leaderboards/%00', 404, 'LEADERBOARD_NOT_FOUND'],
+    ['/api/leaderboards/__proto__', 404, 'LEADERBOARD_NOT_FOUND'],
   ]
   for (const [url, status, code] of cases) {
     const r = await anon.get(url)
@@ -164,9 +166,11 @@ t.test('bad submissions answer the contract error and change nothing', async (t)
     ['malformed JSON', '{"leaderboardId":', 400, 'INVALID_JSON'],
     ['unknown leaderboard', { leaderboardId: 'nope', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
     ['leaderboard of a disabled game', { leaderboardId: 'fixture-disabled', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
-    ['id over 128 characters', { leaderboardId: 'x'.repeat(129), score: 60 }, 400, 'VALIDATION_FAILED'],
-    ['id with a control character', { leaderboardId: 'fx-best-desc\u0000', score: 60 }, 400, 'VALIDATION_FAILED'],
-    ['empty id', { leaderboardId: '', score: 60 }, 400, 'VALIDATION_FAILED'],
+    ['id over 128 characters', { leaderboardId: 'x'.repeat(129), score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['id with a control character', { leaderboardId: 'fx-best-desc\u0000', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['empty id', { leaderboardId: '', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['__proto__ id', { leaderboardId: '__proto__', score: 60 }, 404, 'LEADERBOARD_NOT_FOUND'],
+    ['id a number', { leaderboardId: 7, score: 60 }, 400, 'VALIDATION_FAILED'],
   ]
   for (const [name, body, status, code] of cases) {
     const res = await submit(user.client, body)

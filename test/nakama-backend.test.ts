@@ -6,6 +6,7 @@ import { RENAME_RULE } from '../lib/limiter.js'
 import type { Backend } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
+import { signToken } from './fake-nakama/jwt.js'
 
 // The Nakama backend called in-process against a fake Nakama, or the real one named by NAKAMA_URL,
 // NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY. Names are random so a real server can be reused.
@@ -72,6 +73,21 @@ t.test('refresh keeps the session id and picks up a rename', async (t) => {
   await rejects(t, b.refresh('not.a.token'), 401, 'NO_SESSION')
   await rejects(t, b.login(name('ren'), 'password123'), 401, 'INVALID_CREDENTIALS', 'the old name no longer signs in')
   t.ok(await b.login(name('renamed'), 'password123'))
+})
+
+t.test("logout with an expired session token still ends the refresh token in Nakama's own cache", onFake, async (t) => {
+  const b = backend()
+  const s = await b.register(name('late'), 'password123')
+  // The cookie's session token is renewed only when the page asks for one: at logout it has often expired.
+  const expired = signToken({ ...claims(s.token), exp: Math.floor(Date.now() / 1000) - 60 }, 'fake-encryption-key')
+  await b.logout({ token: expired, refreshToken: s.refreshToken })
+  const refresh = await fetch(`${nakama.url}/v2/account/session/refresh`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from(`${fake!.serverKey}:`).toString('base64')}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ token: s.refreshToken }),
+  })
+  t.equal(refresh.status, 401, 'Nakama refuses the refresh token itself, not only the platform')
+  t.notOk(fake!.runtime.logs.some((l) => l.includes('sessionLogout failed')), 'the module logged no failed logout')
 })
 
 t.test('logout ends only its session, on every instance, and survives a Nakama restart', async (t) => {

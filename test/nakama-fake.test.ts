@@ -1,5 +1,6 @@
 import t from 'tap'
 import { httpStatus } from './fake-nakama/errors.js'
+import { signToken } from './fake-nakama/jwt.js'
 import { loadRuntime } from './fake-nakama/runtime.js'
 import { FakeState } from './fake-nakama/state.js'
 import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
@@ -46,6 +47,27 @@ t.test('authenticate: server key, query-parameter create and username, error bod
   t.equal(res.status, 404)
   res = await post(fake, '/v2/account/authenticate/email', { email: 'a@b.example', password: 'short' }, basic(fake.serverKey))
   t.same(await res.json(), { code: 3, message: 'Password must be at least 8 characters long.' })
+})
+
+t.test('logout checks every token it is given, as Nakama does: an expired or foreign one fails the whole call', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const signIn = async (id: string) => (await (await post(fake, `/v2/account/authenticate/custom?username=${id}`, { id: `custom-${id}` }, basic(fake.serverKey))).json()) as { token: string; refresh_token: string }
+  const s = await signIn('carol')
+  const other = await signIn('dave')
+  const uid = claims(s.token).uid as string
+  const expired = signToken({ ...claims(s.token), exp: Math.floor(Date.now() / 1000) - 1 }, 'fake-encryption-key')
+  const nk = fake.runtime.nk
+  t.throws(() => nk.sessionLogout(uid, expired, s.refresh_token), { message: 'Session token invalid.' }, 'runtime: an expired session token fails the call')
+  t.throws(() => nk.sessionLogout(uid, undefined, other.refresh_token), { message: 'Refresh token invalid.' }, "runtime: another user's token fails it")
+  t.throws(() => nk.sessionLogout(uid, null, s.refresh_token), TypeError, 'runtime: null is not absent')
+  const refresh = async (token: string) => post(fake, '/v2/account/session/refresh', { token }, basic(fake.serverKey))
+  t.equal((await refresh(s.refresh_token)).status, 200, 'nothing was invalidated by the failed calls')
+  const rest = await post(fake, '/v2/session/logout', { token: expired, refresh_token: s.refresh_token }, `Bearer ${s.token}`)
+  t.same([rest.status, await rest.json()], [400, { code: 3, message: 'Session token invalid.' }], 'REST: an expired session token in the body is refused')
+  t.equal((await refresh(s.refresh_token)).status, 200, 'and invalidates nothing')
+  nk.sessionLogout(uid, undefined, s.refresh_token)
+  t.equal((await refresh(s.refresh_token)).status, 401, 'the refresh token alone ends the session')
 })
 
 t.test('tokens, refresh and logout follow Nakama (same tid, not single use, in-memory blacklist)', async (t) => {

@@ -379,11 +379,22 @@ function rpcRevokeSession(ctx, logger, nk, payload) {
     collection: REVOKED, key: p.tid, userId: p.userId,
     value: { exp: p.exp }, permissionRead: 0, permissionWrite: 0
   }]);
-  if (typeof nk.sessionLogout === 'function') {
+  // nk.sessionLogout takes an absent token only as undefined (null throws), fails as a whole when
+  // a token it is given does not verify (an expired session token does not), and with neither
+  // token ends every session of the user: so the refresh token always goes, the session token
+  // only while it is valid, and a refusal is retried with the refresh token alone.
+  var refreshToken = p.refreshToken ? String(p.refreshToken) : undefined;
+  var token = p.token ? String(p.token) : undefined;
+  if (typeof nk.sessionLogout === 'function' && refreshToken !== undefined) {
     try {
-      nk.sessionLogout(p.userId, p.token || null, p.refreshToken || null);
+      nk.sessionLogout(p.userId, token, refreshToken);
     } catch (e) {
-      logger.warn('sessionLogout failed: ' + errorText(e));
+      try {
+        if (token === undefined) throw e;
+        nk.sessionLogout(p.userId, undefined, refreshToken);
+      } catch (e2) {
+        logger.warn('sessionLogout failed: ' + errorText(e2));
+      }
     }
   }
   return JSON.stringify({});

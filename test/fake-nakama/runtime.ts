@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { FakeError } from './errors.js'
 import { jsonbText, type Board, type StoredRecord } from './leaderboards.js'
 import type { FakeState, StorageObject, User } from './state.js'
+import { verifyToken } from './jwt.js'
 
 /** The module shipped in the repository, loaded as Nakama loads its js_entrypoint. */
 export const MODULE_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../nakama/modules/playfield.js')
@@ -30,12 +31,20 @@ export interface Runtime {
  * InitModule, RPCs and hooks registered by top-level function identifiers (an inline function is
  * refused). A null source is a Nakama without any JavaScript module: no RPCs, no hooks.
  */
-export function loadRuntime(state: FakeState, source: string | null = readFileSync(MODULE_PATH, 'utf8')): Runtime {
+/** The keys Nakama signs session and refresh tokens with (session.encryption_key, session.refresh_encryption_key). */
+export interface TokenKeys {
+  encryptionKey: string
+  refreshEncryptionKey: string
+}
+
+const DEFAULT_KEYS: TokenKeys = { encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key' }
+
+export function loadRuntime(state: FakeState, source: string | null = readFileSync(MODULE_PATH, 'utf8'), keys: TokenKeys = DEFAULT_KEYS): Runtime {
   const scope = vm.createContext({})
   const logs: string[] = []
   const rpcs = new Map<string, RpcFunction>()
   const before = new Map<string, HookFunction>()
-  const nk = createNk(state)
+  const nk = createNk(state, keys)
   if (source === null) return { rpcs, before, scope, nk, logs }
   vm.runInContext(source, scope, { filename: MODULE_PATH })
   if (typeof scope.InitModule !== 'function') throw new Error('InitModule function not found')
@@ -145,7 +154,7 @@ const OPERATOR: Record<string, Board['operator']> = { best: 'best', set: 'set', 
 const OPERATOR_NAME: Record<Board['operator'], string> = { best: 'best', set: 'set', incr: 'increment', decr: 'decrement' }
 
 /** The `nk` object: the runtime functions the module calls, with the JS runtime's shapes and errors. */
-function createNk(state: FakeState) {
+function createNk(state: FakeState, keys: TokenKeys) {
   const uuid = (id: unknown, what: string) => {
     if (typeof id !== 'string' || !UUID.test(id)) throw new TypeError(`invalid ${what}: expects a valid user id`)
     return id
@@ -251,13 +260,28 @@ function createNk(state: FakeState) {
         throw e instanceof FakeError ? new Error(e.message) : e
       }
     },
-    sessionLogout(userId: string, token?: string | null, refreshToken?: string | null) {
+    // runtime_javascript_nakama.go sessionLogout: only an undefined argument is absent; anything
+    // else must be a string (null throws). core_session.go SessionLogout: each token given (not
+    // empty) must verify (signature, expiry) and be the user's, else the call fails and nothing
+    // is invalidated; with neither, every token of the user is (RemoveAll).
+    sessionLogout(userId: string, token?: unknown, refreshToken?: unknown) {
       uuid(userId, 'user id')
-      for (const t of [token, refreshToken]) {
-        if (!t) continue
-        const claims = JSON.parse(Buffer.from(t.split('.')[1] ?? '', 'base64url').toString() || '{}') as { tid?: string; uid?: string }
-        if (claims.uid === userId && claims.tid) state.blacklist.add(claims.tid)
+      const text = (value: unknown, what: string): string => {
+        if (value === undefined) return ''
+        if (typeof value !== 'string') throw new TypeError(`expects ${what} to be a string`)
+        return value
       }
+      const [session, refresh] = [text(token, 'token'), text(refreshToken, 'refresh token')]
+      const nowSec = Math.floor(state.now() / 1000)
+      const tids: string[] = []
+      for (const [given, key, message] of [[session, keys.encryptionKey, 'Session token invalid.'], [refresh, keys.refreshEncryptionKey, 'Refresh token invalid.']] as const) {
+        if (given === '') continue
+        const claims = verifyToken(given, key, nowSec)
+        if (!claims || claims.uid !== userId) throw new Error(message)
+        tids.push(claims.tid)
+      }
+      if (session === '' && refresh === '') tids.push(...(state.issued.get(userId) ?? []))
+      for (const tid of tids) state.blacklist.add(tid)
     },
   }
 }

@@ -57,11 +57,11 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
   const old = options.version === '3.18'
   const flavour: Flavour = { iat: !old, maxLimit: old ? 100 : 1000, ranksFlag: !old, wrappedRenameError: !old }
   const state = new FakeState(flavour, options.now ?? Date.now)
-  const runtime = loadRuntime(state, options.module)
   const session: SessionConfig = {
     encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key',
     tokenExpirySec: 7200, refreshTokenExpirySec: 2_592_000, ...options.session,
   }
+  const runtime = loadRuntime(state, options.module, session)
   const api = new Api(state, runtime, session)
   const calls = new Map<string, number>()
   const held = new Set<http.ServerResponse>()

@@ -11,6 +11,8 @@ import { Revocations } from './revocations.js'
 const EMAIL_DOMAIN = 'users.playfield.invalid'
 /** Storage keys are VARCHAR(128); longer bucket keys are hashed. */
 const MAX_KEY = 128
+/** A session token this close to its expiry may have expired by the time Nakama reads it. */
+const TOKEN_SKEW_MS = 5_000
 
 /**
  * The password Nakama stores (bcrypt, inside Nakama): a SHA-256 of the user's password. Nakama
@@ -122,9 +124,12 @@ export class NakamaAccounts implements AccountPart {
   async logout(session: { token: string; refreshToken: string }): Promise<void> {
     const claims = decodeClaims(session.refreshToken)
     if (!claims) return
-    await this.#revocations.revoke({ ...claims, token: session.token, refreshToken: session.refreshToken })
+    // Nakama's logout fails as a whole on an expired session token and then invalidates nothing
+    // (nakama-api.md §1.3, §2): the session token goes along only while it is still valid.
     const access = decodeClaims(session.token)
-    if (!access || access.exp * 1000 <= this.now()) return
+    const live = access !== null && access.exp * 1000 > this.now() + TOKEN_SKEW_MS
+    await this.#revocations.revoke({ ...claims, token: live ? session.token : undefined, refreshToken: session.refreshToken })
+    if (!live) return
     await this.client
       .request('POST', '/v2/session/logout', { body: { token: session.token, refresh_token: session.refreshToken }, auth: { bearer: session.token } })
       .catch(() => undefined) // the storage record already ends the session; this is Nakama's in-memory copy

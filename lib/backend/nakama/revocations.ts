@@ -29,7 +29,7 @@ export class Revocations {
   }
 
   /** Record a logout durably (storage) and in Nakama's own session cache, then here. */
-  async revoke(session: { uid: string; tid: string; exp: number; token: string; refreshToken: string }): Promise<void> {
+  async revoke(session: { uid: string; tid: string; exp: number; token: string | undefined; refreshToken: string }): Promise<void> {
     await this.client.rpc('playfield_revoke_session', {
       userId: session.uid, tid: session.tid, exp: session.exp, token: session.token, refreshToken: session.refreshToken,
     })

@@ -62,6 +62,48 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
   t.match(page.body.toString(), /^<!doctype html>.*404 no route for \/nothing-here/s)
 })
 
+/** Send several requests on one kept-alive connection, one after the other; the answers' status lines, and whether it stayed open. */
+function sameConnection(requests: string[]): Promise<{ statuses: string[]; open: boolean }> {
+  const port = Number(new URL(base).port)
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    const statuses: string[] = []
+    let text = ''
+    let closed = false
+    socket.on('close', () => (closed = true)).on('error', reject)
+    const next = (): void => {
+      const request = requests[statuses.length]
+      if (request === undefined || closed) return resolve({ statuses, open: !closed })
+      text = ''
+      socket.write(request)
+    }
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      text += d
+      const head = text.indexOf('\r\n\r\n')
+      const length = /\r\ncontent-length: (\d+)/i.exec(text)
+      if (head < 0 || !length || text.length - head - 4 < Number(length[1])) return
+      statuses.push(text.slice(0, text.indexOf('\r\n')))
+      setTimeout(next, 50)
+    })
+    socket.on('close', () => resolve({ statuses, open: false }))
+    next()
+  })
+}
+
+t.test('an error answered before any body was read keeps the connection when the request had no body', async (t) => {
+  const get = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`
+  const after = await sameConnection([get('/api/nope'), get('/api/thing'), get('http://[/'), get('/api/boom'), get('/api/thing')])
+  t.same(after.statuses, ['HTTP/1.1 404 Not Found', 'HTTP/1.1 200 OK', 'HTTP/1.1 400 Bad Request', 'HTTP/1.1 500 Internal Server Error', 'HTTP/1.1 200 OK'])
+  t.equal(after.open, true, 'the connection is still open')
+  const big = JSON.stringify({ name: 'x'.repeat(70_000) })
+  const upload = await sameConnection([
+    `POST /api/things HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(big)}\r\n\r\n${big}`,
+    get('/api/thing'),
+  ])
+  t.same(upload.statuses, ['HTTP/1.1 413 Payload Too Large'], 'a refused upload still ends its connection')
+  t.equal(upload.open, false)
+})
+
 t.test('a target starting with // is a path, never a host: //evil.example/api/thing is not /api/thing', async (t) => {
   const res = await rawRequest(base, 'GET', '//evil.example/api/thing')
   t.equal(res.status, 404)

@@ -142,10 +142,12 @@ class Exchange implements RouteContext {
       ;(this.log ?? logLine)({ event: 'http.error', id: this.requestId, method: this.method, path: this.pathname, error })
     }
     sendError(res, httpError, !this.api)
-    // A body we refused to read must not be parsed as the next request on a kept-alive socket.
+    // A body we refused to read (a 413 on a large upload) is not waited for: the connection ends
+    // once the answer is out. Asked at 'finish', when a request without a body is complete (the
+    // parser marks it so only after the handler returns), so an early 404 keeps the connection.
     // Take the socket now: by 'finish' the response may have let go of it (req.socket is null then).
     const socket = req.socket
-    if (!req.complete && socket) res.once('finish', () => socket.destroySoon())
+    if (!req.complete && socket) res.once('finish', () => req.complete || socket.destroySoon())
   }
 }
 

@@ -9,7 +9,7 @@ import { ConfigError } from './config.js'
  * The directories a process needs, checked (and DATA_DIR created) before anything reads them, so
  * an unusable path is reported against its own variable: DATA_DIR must be a directory, writable
  * unless `readOnly` (the bridge only reads a secret the platform generated there), and
- * SCREENSHOTS_DIR a directory when it exists (none simply means no captures yet).
+ * SCREENSHOTS_DIR a directory this user can read when it exists (none simply means no captures yet).
  */
 export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, readOnly = false): void {
   ensureDirectory('DATA_DIR', dirs.dataDir)
@@ -17,6 +17,7 @@ export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: strin
   if (dirs.screenshotsDir === undefined) return
   try {
     if (!statSync(dirs.screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} is not a directory; expected a directory path`)
+    accessSync(dirs.screenshotsDir, constants.R_OK | constants.X_OK)
   } catch (err) {
     if (err instanceof ConfigError) throw err
     const code = (err as NodeJS.ErrnoException).code

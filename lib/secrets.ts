@@ -19,9 +19,20 @@ const MIN_SECRET_LENGTH = 32
  */
 export function loadSecret(dataDir: string, name: string, fromEnv: string | null): string[] {
   if (fromEnv) return fromEnv.split(',')
-  const dir = path.join(dataDir, 'secrets')
-  const file = path.join(dir, name)
-  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const file = path.join(dataDir, 'secrets', name)
+  try {
+    return loadOrCreate(file)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (err instanceof ConfigError || code === undefined) throw err
+    // A DATA_DIR this user may read but not write (or a secrets folder it may not read): the one
+    // configuration line, not a stack trace.
+    throw new ConfigError(`DATA_DIR: the secret file ${JSON.stringify(file)} cannot be read or created (${code}); expected a DATA_DIR this user can write, or the secret in its environment variable`)
+  }
+}
+
+function loadOrCreate(file: string): string[] {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   const existing = readSecret(file)
   if (existing !== null) return [existing]
   const secret = randomBytes(32).toString('base64url')

@@ -82,6 +82,11 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
   const file = path.join(tempDir(), 'a-file')
   writeFileSync(file, 'not a directory')
   const expected = 'expected a directory path'
+  // A DATA_DIR whose secrets folder cannot be made (a file stands there): as for one this user may not write.
+  const noSecrets = tempDir()
+  writeFileSync(path.join(noSecrets, 'secrets'), 'not a directory')
+  const secretLine = (dir: string) =>
+    new RegExp(`^DATA_DIR: the secret file "${dir}/secrets/[a-z-]+" cannot be read or created \\(E[A-Z]+\\); expected a DATA_DIR this user can write, or the secret in its environment variable$`)
   const cases: [Record<string, string>, string | RegExp, string?][] = [
     // The resolver's answer for a name that is no address differs by machine (ENOTFOUND, EAI_AGAIN).
     [{ HOST: '999.1.1.1' }, /^HOST: "999\.1\.1\.1" cannot be listened on \(E[A-Z_]+\); expected an address of this machine, such as 127\.0\.0\.1 or 0\.0\.0\.0$/],
@@ -90,6 +95,7 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
     [{ DATA_DIR: '/dev/null/x' }, `DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}`],
     [{ DATA_DIR: file }, `DATA_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
     [{ DATA_DIR: '/proc/playfield-nowhere/data' }, `DATA_DIR: "/proc/playfield-nowhere/data" cannot be created (ENOENT); ${expected}`, 'under a parent that refuses entries: no endless mkdir'],
+    [{ DATA_DIR: noSecrets }, secretLine(noSecrets), 'a DATA_DIR where no secret can be generated'],
     [{ SCREENSHOTS_DIR: '/dev/null/x' }, `SCREENSHOTS_DIR: "/dev/null/x" cannot be read (ENOTDIR); ${expected}`],
     [{ SCREENSHOTS_DIR: file }, `SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
     [{ MANIFESTS_DIR: '/nonexistent/manifests' }, 'MANIFESTS_DIR: "/nonexistent/manifests" does not exist; expected a directory of game manifests'],
@@ -118,4 +124,9 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
   )
   t.equal(bridgeShell.message, 'process exited (2) before ready: config: SHELL: "/nonexistent/shell" cannot be used (ENOENT); expected an absolute path to a shell\n', 'a missing shell')
   t.equal(bridgeDir.message, `process exited (2) before ready: config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}\n`, 'the bridge\'s DATA_DIR')
+  const bridgeSecrets = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { DATA_DIR: noSecrets, TERMINAL_USER: 'nobody' } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.match(/^process exited \(2\) before ready: config: (.*)\n$/.exec(bridgeSecrets.message)?.[1], secretLine(noSecrets), 'the bridge without a ticket secret it can read')
 })

@@ -32,7 +32,7 @@ function configFailed(err: unknown): never {
 
 const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine })
 
-const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port))
+const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port, '127.0.0.1 or ::1 (loopback only)'))
 bridge.server.once('error', listenFailed)
 bridge.server.listen(config.port, config.host, () => {
   bridge.server.off('error', listenFailed)

@@ -61,11 +61,18 @@ function ensureDirectory(name: string, dir: string, value = dir): void {
  * Why `server.listen` failed, as a configuration problem of HOST/PORT (or their TERMINAL_
  * counterparts): the address does not exist on this machine, the port is taken or privileged.
  */
-export function listenProblem(err: NodeJS.ErrnoException, hostVar: string, host: string, portVar: string, port: number): ConfigError {
+export function listenProblem(
+  err: NodeJS.ErrnoException,
+  hostVar: string,
+  host: string,
+  portVar: string,
+  port: number,
+  examples = '127.0.0.1 or 0.0.0.0',
+): ConfigError {
   const code = err.code ?? 'error'
   if (code === 'EADDRINUSE') return new ConfigError(`${portVar}: ${port} is already in use on ${host}; expected a free port`)
   if (code === 'EACCES') return new ConfigError(`${portVar}: ${port} needs privileges this process lacks (EACCES); expected a port from 1024 up`)
-  return new ConfigError(`${hostVar}: ${JSON.stringify(host)} cannot be listened on (${code}); expected an address of this machine, such as 127.0.0.1 or 0.0.0.0`)
+  return new ConfigError(`${hostVar}: ${JSON.stringify(host)} cannot be listened on (${code}); expected an address of this machine, such as ${examples}`)
 }
 
 /** SHELL must name an executable file: a missing shell is a bad value at start, not a failed `create` later. */

@@ -21,8 +21,9 @@ function variable(schema: TSchema, expected: string): Variable {
 const PORT = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'an integer from 0 to 65535')
 const HOST = variable(Type.String({ minLength: 1, pattern: '^[0-9A-Za-z.:\\-\\[\\]]+$' }), 'an IP address or host name')
 const PATH = variable(Type.String({ minLength: 1 }), 'a directory path')
+// Spaces around the commas are allowed; each entry is then held to the exact form by originList.
 const ORIGINS = variable(
-  Type.String({ pattern: '^https?://[^/,\\s]+(,https?://[^/,\\s]+)*$' }),
+  Type.String({ pattern: '^\\s*https?://[^,\\s]+(\\s*,\\s*https?://[^,\\s]+)*\\s*$' }),
   'a comma list of origins like https://play.example.com',
 )
 const BACKEND = variable(Type.Union([Type.Literal('embedded'), Type.Literal('nakama')]), '"embedded" or "nakama"')
@@ -151,7 +152,7 @@ function common(env: Env) {
     origins: originList(read(env, 'PLATFORM_ORIGINS', ORIGINS, DEFAULT_ORIGINS)),
     dataDir,
     ticketSecret: read(env, 'TERMINAL_TICKET_SECRET', SECRETS) ?? null,
-    terminalHost: read(env, 'TERMINAL_HOST', HOST, '127.0.0.1'),
+    terminalHost: unbracket(read(env, 'TERMINAL_HOST', HOST, '127.0.0.1')),
     terminalPort: port(env, 'TERMINAL_PORT', '7681'),
   }
 }
@@ -175,7 +176,7 @@ export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformCon
   }
   return Object.freeze({
     ...base,
-    host: read(env, 'HOST', HOST, '127.0.0.1'),
+    host: unbracket(read(env, 'HOST', HOST, '127.0.0.1')),
     port: port(env, 'PORT', '3000'),
     manifestsDir: path.resolve(read(env, 'MANIFESTS_DIR', PATH, './manifests')),
     screenshotsDir: path.resolve(read(env, 'SCREENSHOTS_DIR', PATH, path.join(base.dataDir, 'screenshots'))),
@@ -186,6 +187,11 @@ export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformCon
     devAccessAll: read(env, 'DEV_ACCESS_ALL', BOOL, 'false') === 'true',
     trustProxy: trustList(read(env, 'TRUST_PROXY', PROXIES, '127.0.0.1,::1,::ffff:127.0.0.1')),
   })
+}
+
+/** `[::1]` as URLs write it is the address `::1`, which is what listen and connect take. */
+function unbracket(host: string): string {
+  return /^\[[^\]]*\]$/.test(host) ? host.slice(1, -1) : host
 }
 
 /** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). */

@@ -16,6 +16,8 @@ const BAD: [Record<string, string>, string][] = [
   // Origins are compared as browsers write them: another spelling of the same origin never matches.
   [{ PLATFORM_ORIGINS: 'https://play.example.com,https://Play.Example.com:443' },
     'PLATFORM_ORIGINS: "https://Play.Example.com:443" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
+  [{ PLATFORM_ORIGINS: 'http://x.example.com/' },
+    'PLATFORM_ORIGINS: "http://x.example.com/" is not an origin as browsers send it; write it as http://x.example.com; expected a comma list of origins like https://play.example.com'],
   [{ PLATFORM_ORIGINS: 'https://play.example.com?x' },
     'PLATFORM_ORIGINS: "https://play.example.com?x" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
   [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
@@ -45,6 +47,9 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   })
   t.ok(Object.isFrozen(config))
   t.equal(loadPlatformConfig({ DATA_DIR: '/srv/pf' }).screenshotsDir, '/srv/pf/screenshots', 'SCREENSHOTS_DIR follows DATA_DIR')
+  t.same(loadPlatformConfig({ PLATFORM_ORIGINS: ' https://a.example.com , http://b.example.com:8080 ' }).origins, ['https://a.example.com', 'http://b.example.com:8080'], 'spaces around the commas')
+  t.equal(loadPlatformConfig({ HOST: '[::1]' }).host, '::1', 'a bracketed IPv6 host is the address')
+  t.equal(loadPlatformConfig({ TERMINAL_HOST: '[::1]' }).terminalHost, '::1', 'the bridge address too')
 })
 
 t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line', async (t) => {

@@ -171,6 +171,10 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
   t.strictSame(body(plain), { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' })
   const none = await rawRequest(base, 'POST', '/api/things', {}, '{"name":"kit"}')
   t.equal(none.status, 415, 'no Content-Type')
+  for (const headers of [{}, { 'content-type': 'text/plain' }, { 'content-type': 'application/json' }] as Record<string, string>[]) {
+    const empty = await rawRequest(base, 'POST', '/api/things', headers)
+    t.strictSame([empty.status, body(empty)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `no body at all, ${JSON.stringify(headers)}: 400, not 415`)
+  }
 
   const broken = await post('/api/things', '{"name": ')
   t.equal(broken.status, 400)

@@ -101,8 +101,11 @@ t.test('a write that changes nothing waits for the write it repeats, and fails w
 t.test('incr past 2^53-1 is 400 and changes nothing', async (t) => {
   const { store, row } = await open()
   await store.writeRecord(write('incr-desc', 'u1', Number.MAX_SAFE_INTEGER - 1), NOW)
-  await t.rejects(store.writeRecord(write('incr-desc', 'u1', 2), NOW), { status: 400, code: 'VALIDATION_FAILED' })
+  await t.rejects(store.writeRecord(write('incr-desc', 'u1', 2), NOW), { status: 400, code: 'VALIDATION_FAILED', details: [{ path: '/score', message: 'the stored score would pass 2^53-1' }] })
   t.match(row('incr-desc', 'u1'), { score: Number.MAX_SAFE_INTEGER - 1, num_score: 1 })
+  await store.writeRecord(write('incr-desc', 'u2', 1, Number.MAX_SAFE_INTEGER), NOW)
+  await t.rejects(store.writeRecord(write('incr-desc', 'u2', 1, 1), NOW), { status: 400, code: 'VALIDATION_FAILED', details: [{ path: '/subscore', message: 'the stored subscore would pass 2^53-1' }] })
+  t.match(row('incr-desc', 'u2'), { score: 1, subscore: Number.MAX_SAFE_INTEGER })
   const page = await store.listRecords({ leaderboardId: 'incr-desc', limit: 5 }, NOW)
   t.equal(page.records[0]!.score, Number.MAX_SAFE_INTEGER - 1)
 })

@@ -210,8 +210,10 @@ t.test('leaderboards: created once with ranks, written authoritatively, listed w
 
   t.same((await write(a, 'wins', 2, 1)).record.score, 2)
   t.same((await write(a, 'wins', 3, 1)).record, { leaderboard_id: 'wins', owner_id: a.uid, username: 'u1', score: 5, subscore: 2, rank: 1 })
-  t.same(await write(a, 'wins', Number.MAX_SAFE_INTEGER - 4, 0), { error: 'SCORE_OVERFLOW' }, 'an increment past 2^53-1 is refused')
+  t.same(await write(a, 'wins', Number.MAX_SAFE_INTEGER - 4, 0), { error: 'SCORE_OVERFLOW', field: 'score' }, 'an increment past 2^53-1 is refused')
   t.same((await write(a, 'wins', Number.MAX_SAFE_INTEGER - 5, 0)).record.score, Number.MAX_SAFE_INTEGER, 'up to 2^53-1 is exact')
+  t.same((await write(b, 'wins', 1, Number.MAX_SAFE_INTEGER)).record.subscore, Number.MAX_SAFE_INTEGER)
+  t.same(await write(b, 'wins', 1, 1), { error: 'SCORE_OVERFLOW', field: 'subscore' }, 'the subscore is named when it is the one')
   await write(a, 'lap', 70)
   t.same((await write(a, 'lap', 65)).record.score, 65, 'best on an ascending board keeps the lower score')
 

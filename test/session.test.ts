@@ -79,6 +79,7 @@ t.test('the cookie is Secure when the platform origin is https', async (t) => {
   const secure = (res: Response): boolean => /;\s*Secure(;|$)/i.test(res.headers.getSetCookie()[0] ?? '')
   t.ok(secure(await new Client(platform.url, 'https://play.example.com').post('/api/auth/guest')), 'Origin is an https platform origin')
   t.ok(secure(await new Client(platform.url).post('/api/auth/guest', undefined, { 'x-forwarded-proto': 'https' })), 'a trusted proxy says https')
+  t.ok(secure(await new Client(platform.url).post('/api/auth/guest', undefined, { 'x-forwarded-proto': 'HTTPS' })), 'in any case')
   t.notOk(secure(await new Client(platform.url, 'http://127.0.0.1:3000').post('/api/auth/guest')), 'plain http origin')
   const allHttps = await startPlatform({ env: { PLATFORM_ORIGINS: 'https://play.example.com' } })
   t.teardown(() => allHttps.stop())

@@ -85,9 +85,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
  * would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
 export async function readJson(req: IncomingMessage, optional = false, exactNumbers = true): Promise<unknown> {
-  if (optional && !hasBody(req)) {
+  if (!hasBody(req)) {
     await readRaw(req)
-    return undefined
+    if (optional) return undefined
+    // No body at all is no JSON, whatever type it claims (not 415: there is no media to refuse).
+    throw new HttpError(400, 'INVALID_JSON', 'the request needs a JSON body')
   }
   // A chunked body may still turn out empty: read it before asking what it is.
   const chunked = req.headers['content-length'] === undefined

@@ -35,7 +35,8 @@ export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAdd
       if (!isTrusted(ip, trust)) break
     }
   }
-  const fproto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim()
+  // A scheme is case-insensitive (RFC 3986 §3.1): HTTPS is https.
+  const fproto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase()
   if (fproto === 'https' || fproto === 'http') proto = fproto
   return { ip, proto }
 }

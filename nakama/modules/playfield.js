@@ -225,7 +225,8 @@ function rpcWriteRecord(ctx, logger, nk, payload) {
   var record;
   try {
     // The platform passes the board's operator (from its catalogue) for the overflow check.
-    if (p.operator === 'incr' && wouldOverflow(nk, p)) return JSON.stringify({ error: 'SCORE_OVERFLOW' });
+    var overflow = p.operator === 'incr' ? overflowOf(nk, p) : null;
+    if (overflow) return JSON.stringify({ error: 'SCORE_OVERFLOW', field: overflow });
     // The account's name now, not the one the caller's session remembered: another session may
     // have renamed the account since, and someone else may hold the old name.
     var owners = nk.usersGetId([p.ownerId]);
@@ -245,10 +246,13 @@ function rpcWriteRecord(ctx, logger, nk, payload) {
 }
 
 // JS numbers are exact to 2^53-1 (CONTRACT §3's bound); an increment past it would be stored rounded.
-function wouldOverflow(nk, p) {
+// Which of the stored values an increment would carry past 2^53-1: 'score', 'subscore' or null.
+function overflowOf(nk, p) {
   var own = nk.leaderboardRecordsList(p.leaderboardId, [p.ownerId], 1, '', 0).ownerRecords || [];
-  if (!own.length) return false;
-  return Number(own[0].score || 0) + p.score > MAX_SCORE || Number(own[0].subscore || 0) + (p.subscore || 0) > MAX_SCORE;
+  if (!own.length) return null;
+  if (Number(own[0].score || 0) + p.score > MAX_SCORE) return 'score';
+  if (Number(own[0].subscore || 0) + (p.subscore || 0) > MAX_SCORE) return 'subscore';
+  return null;
 }
 
 // A page in rank order plus the caller's own record; listing through the HTTP key lets anonymous

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { Migration } from './db.js'
+import { overflow } from '../overflow.js'
 import { HttpError } from '../../http/errors.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
 import { RankIndex } from '../../rank-index.js'
@@ -91,10 +92,8 @@ export class LeaderboardStore implements LeaderboardPart {
       if (pending) await pending
       return toRecord(board.config.id, old!, period.index.rank(old!.ownerId))
     }
-    if (next.score > MAX_SCORE || next.subscore > MAX_SCORE) {
-      const message = 'the stored score would pass 2^53-1'
-      throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
-    }
+    if (next.score > MAX_SCORE) throw overflow('score')
+    if (next.subscore > MAX_SCORE) throw overflow('subscore')
     const username = this.#currentName(write.ownerId) ?? write.username
     const entry: Entry = { ownerId: write.ownerId, username, score: next.score, subscore: next.subscore }
     // Memory first, so a second write of this owner in the same turn builds on this one.

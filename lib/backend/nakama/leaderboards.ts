@@ -1,4 +1,5 @@
 import { resetTimes } from '../../catalogue/schedule.js'
+import { overflow } from '../overflow.js'
 import { HttpError } from '../../http/errors.js'
 import { logLine } from '../../http/server.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
@@ -50,11 +51,8 @@ export class NakamaLeaderboards implements LeaderboardPart {
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
     const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
-    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string }>('playfield_write_record', payload)
-    if (out.error === 'SCORE_OVERFLOW') {
-      const message = 'the stored score would pass 2^53-1'
-      throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/score', message }])
-    }
+    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string; field?: string }>('playfield_write_record', payload)
+    if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field === 'subscore' ? 'subscore' : 'score')
     if (!out.record) throw notFound(write.leaderboardId)
     return out.record
   }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Client, startPlatform } from './helpers/platform.js'
+import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { expectError, signUp } from './helpers/accounts.js'
 
 const platform = await startPlatform()
@@ -87,3 +87,26 @@ t.test('the limit does not stop a signed-in user: only sign-ins are limited', as
   t.equal((await c.get('/api/auth/session')).status, 200)
   t.equal((await c.put('/api/user/username', { username: 'stillfine' })).status, 200)
 })
+
+t.test('the failures are kept in the game backend: a restart of the platform does not forget them', async (t) => {
+  const dataDir = tempDir()
+  const first = await startPlatform({ dataDir })
+  const at = (p: typeof first): Client => {
+    const c = new Client(p.url)
+    const request = c.request.bind(c)
+    c.request = (method, path, body, headers = {}) => request(method, path, body, { 'x-forwarded-for': '203.0.113.77', ...headers })
+    return c
+  }
+  await signUp(t, new Client(first.url), 'Kept', 'right password')
+  for (let i = 0; i < 10; i++) await at(first).post('/api/auth/login', { username: 'Kept', password: 'wrong password' })
+  await expectError(t, await at(first).post('/api/auth/guest'), 429, 'RATE_LIMITED', 'limited before the restart')
+  await first.stop()
+  const second = await startPlatform({ dataDir })
+  t.teardown(() => second.stop())
+  const res = await at(second).post('/api/auth/login', { username: 'Kept', password: 'right password' })
+  await expectError(t, res, 429, 'RATE_LIMITED', 'and after it')
+  const retry = Number(res.headers.get('retry-after'))
+  t.ok(retry >= 1 && retry <= 60, `Retry-After ${retry} s`)
+  t.equal((await new Client(second.url).post('/api/auth/login', { username: 'Kept', password: 'right password' })).status, 200, 'another address is free')
+})
+

@@ -39,7 +39,7 @@ t.test('the module is one ES5 script whose RPCs are top-level named functions', 
   const registered = init.body.body
     .filter((s: any) => s.expression?.callee?.property?.name === 'registerRpc')
     .map((s: any) => s.expression.arguments[1])
-  t.equal(registered.length, 11)
+  t.equal(registered.length, 12)
   for (const arg of registered) t.ok(arg.type === 'Identifier' && top.has(arg.name), `${arg.name ?? arg.type} is a top-level function`)
   const hooks = init.body.body.filter((s: any) => /^registerBefore/.test(s.expression?.callee?.property?.name ?? ''))
   t.same(hooks.map((s: any) => [s.expression.callee.property.name, s.expression.arguments[0].type, top.has(s.expression.arguments[0].name)]),
@@ -259,6 +259,22 @@ t.test('REST leaderboard list: int64 strings, omitted zeros, limit defaults to 1
   t.same(await res.json(), { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' })
 })
 
+t.test('event windows: recorded times younger than the window, the latest kept, shared by every caller', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const at = 1_800_000_000_000
+  const window = (now: number, record: boolean) => rpc(fake, 'playfield_event_window', { key: 'signin:203.0.113.5', now, windowMs: 60_000, keep: 3, record })
+  t.same(await window(at, false), { times: [] })
+  for (let i = 0; i < 5; i++) await window(at + i * 1000, true)
+  t.same(await window(at + 5000, false), { times: [at + 2000, at + 3000, at + 4000] }, 'the latest 3')
+  t.same(await window(at + 62_500, false), { times: [at + 3000, at + 4000] }, 'older than the window: gone')
+  t.same(await window(at + 62_500, true), { times: [at + 3000, at + 4000, at + 62_500] })
+  t.same(await rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.1', now: at, windowMs: 60_000, keep: 3, record: false }), { times: [] }, 'another key is its own')
+  // Writers at once lose nothing: the storage version check retries.
+  await Promise.all(Array.from({ length: 6 }, (_, i) => rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.2', now: at + i, windowMs: 60_000, keep: 10, record: true })))
+  t.equal((await rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.2', now: at + 10, windowMs: 60_000, keep: 10, record: false })).times.length, 6)
+})
+
 /** Every RPC with a payload that would do harm if a user could send it. */
 function attacks(victim: { uid: string }, self: { uid: string }): Array<[string, unknown]> {
   const rule = { capacity: 1000, refill: 1000, intervalMs: 1 }
@@ -268,7 +284,8 @@ function attacks(victim: { uid: string }, self: { uid: string }): Array<[string,
     ['playfield_list_records', { leaderboardId: 'hi', limit: 10 }],
     ['playfield_get_account', { userId: victim.uid }],
     ['playfield_rename', { userId: victim.uid, username: 'pwned', rule, now: Date.now() }],
-    ['playfield_take_bucket', { key: 'signin:203.0.113.9', rule: { capacity: 1, refill: 1, intervalMs: 3_600_000 }, now: Date.now() }],
+    ['playfield_take_bucket', { key: 'rename:x', rule: { capacity: 1, refill: 1, intervalMs: 3_600_000 }, now: Date.now() }],
+    ['playfield_event_window', { key: 'signin:203.0.113.9', now: Date.now(), windowMs: 60_000, keep: 10, record: true }],
     ['playfield_set_role', { username: 'mallory', role: 'admin', grant: true }],
     ['playfield_list_privileged', {}],
     ['playfield_record_launch', { sessionId: 'planted', gameId: 'g', userId: victim.uid, time: 1 }],

@@ -36,6 +36,12 @@ export interface Backend {
   renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account>
   /** Take one token from the named bucket kept in the backend; answers whether it was allowed and the wait. */
   takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }>
+  /**
+   * The times (ms, oldest first) of the named window's events younger than `windowMs` at `now`,
+   * kept in the backend so every platform instance and restart sees them (the sign-in limit's
+   * failures). With `record`, `now` is added first, and only the latest `keep` are kept.
+   */
+  eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]>
 
   /** Add or remove a role on the account named `username` (exact name, or ignoring case on embedded). */
   grantRole(username: string, role: string): Promise<Account>
@@ -65,7 +71,7 @@ export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
 
 export const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
   'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
-  'renameUser', 'takeBucket', 'grantRole', 'revokeRole', 'listPrivileged',
+  'renameUser', 'takeBucket', 'eventWindow', 'grantRole', 'revokeRole', 'listPrivileged',
 ]
 const LEADERBOARD_METHODS: readonly LeaderboardMethod[] = ['recordLaunch', 'syncLeaderboards', 'writeRecord', 'listRecords']
 

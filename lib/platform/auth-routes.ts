@@ -14,7 +14,7 @@ const NO_STORE = { 'cache-control': 'no-store' }
 /** Sign-in, sign-out, the session and the game-backend token (CONTRACT §2, §3; spec 2.6, 5). */
 export function authRoutes(router: Router, app: App): void {
   const cookie = sessionCookie(app.config)
-  const limit = new SigninLimit()
+  const limit = new SigninLimit((key, now, windowMs, record) => app.backend.eventWindow(key, now, windowMs, record))
 
   /**
    * Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address
@@ -23,7 +23,7 @@ export function authRoutes(router: Router, app: App): void {
    */
   const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, checksPassword = false): Promise<void> => {
     const place = checksPassword ? await limit.acquire(ctx.ip, () => app.now()) : null
-    const waitMs = place ? (place.ok ? 0 : place.waitMs) : limit.waitMs(ctx.ip, app.now())
+    const waitMs = place ? (place.ok ? 0 : place.waitMs) : await limit.waitMs(ctx.ip, app.now())
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
     let wrongCredentials = false
@@ -33,7 +33,7 @@ export function authRoutes(router: Router, app: App): void {
       wrongCredentials = err instanceof HttpError && err.code === 'INVALID_CREDENTIALS'
       throw err
     } finally {
-      if (place?.ok) place.release(wrongCredentials, app.now())
+      if (place?.ok) await place.release(wrongCredentials, app.now())
     }
     cookie.write(ctx, stateOf(session, app.now()), app.now())
     const account = await app.backend.getAccount(session.userId)

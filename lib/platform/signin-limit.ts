@@ -1,13 +1,14 @@
 /** CONTRACT §2: after this many failed sign-ins from one address within WINDOW_MS, sign-ins answer 429. */
 const MAX_FAILURES = 10
 const WINDOW_MS = 60_000
-/** Addresses tracked at most; past it the oldest entry goes (an attacker cycling addresses costs bounded memory). */
-const MAX_ADDRESSES = 100_000
 /** Password checks one address may have waiting for a place; past it they answer 429 at once. */
 const MAX_WAITING = 100
 
 /** What `acquire` answers: a place to check a password, or the milliseconds to wait for a sign-in. */
-export type Acquired = { ok: true; release: (failed: boolean, now: number) => void } | { ok: false; waitMs: number }
+export type Acquired = { ok: true; release: (failed: boolean, now: number) => Promise<void> } | { ok: false; waitMs: number }
+
+/** Where the failures are kept: the game backend's event windows (Backend.eventWindow). */
+export type FailureWindows = (key: string, now: number, windowMs: number, record?: { keep: number }) => Promise<number[]>
 
 interface Checks {
   running: number
@@ -15,39 +16,44 @@ interface Checks {
 }
 
 /**
- * Failed sign-ins per client address in a sliding minute, kept in this process's memory: a
- * restart forgets them, and each platform instance counts its own. The first 10 failures answer
- * 401; from then every sign-in (guest, register, login) answers 429 until the oldest of those 10
- * is a minute old.
+ * Failed sign-ins per client address in a sliding minute, kept in the game backend (CONTRACT §1:
+ * limiter state lives there), so the count holds across restarts and every platform instance
+ * sees the same one. The first 10 failures answer 401; from then every sign-in (guest, register,
+ * login) answers 429 until the oldest of those 10 is a minute old.
  *
- * A password check takes a while (scrypt), so an address's checks in flight are held to the
- * failures it has left: with 7 failures in the minute, 3 checks run at once and any more wait for
- * one of them to end. Guesses sent in parallel cannot pass the limit (of 30 wrong ones, 10 are
- * checked and 20 answer 429 once those 10 have failed), and right passwords sent in parallel all
- * get in, however many. Pure apart from its maps: the clock is passed in.
+ * A password check takes a while (scrypt), so an address's checks in flight on this instance are
+ * held to the failures it has left: with 7 failures in the minute, 3 checks run at once and any
+ * more wait for one of them to end. Guesses sent in parallel cannot pass the limit (of 30 wrong
+ * ones, 10 are checked and 20 answer 429 once those 10 have failed), and right passwords sent in
+ * parallel all get in, however many. The clock is passed in.
  */
 export class SigninLimit {
-  readonly #failures = new Map<string, number[]>()
+  readonly #windows: FailureWindows
   readonly #checks = new Map<string, Checks>()
 
+  constructor(windows: FailureWindows) {
+    this.#windows = windows
+  }
+
   /** Milliseconds `address` must wait before signing in, 0 when it may try now. */
-  waitMs(address: string, now: number): number {
-    const recent = this.#recent(address, now)
-    return recent.length >= MAX_FAILURES ? recent[recent.length - MAX_FAILURES]! + WINDOW_MS - now : 0
+  async waitMs(address: string, now: number): Promise<number> {
+    return waitOf(await this.#failures(address, now), now)
   }
 
   /**
    * A place to check a password from `address`: at once when its failures and checks in flight
    * leave one, else after a check in flight ends. Answers a wait instead once the address is
-   * limited (or too many checks are waiting). The holder must call `release` exactly once.
+   * limited (or too many checks are waiting). The holder must call `release` once.
    */
   async acquire(address: string, now: () => number): Promise<Acquired> {
     for (;;) {
-      const waitMs = this.waitMs(address, now())
+      const at = now()
+      const failures = await this.#failures(address, at)
+      const waitMs = waitOf(failures, at)
       let checks = this.#checks.get(address)
       if (waitMs > 0) return this.#refuse(address, checks, waitMs)
       if (checks === undefined) this.#checks.set(address, (checks = { running: 0, waiting: [] }))
-      if (this.#recent(address, now()).length + checks.running < MAX_FAILURES) {
+      if (failures.length + checks.running < MAX_FAILURES) {
         checks.running++
         return { ok: true, release: this.#releaser(address, checks) }
       }
@@ -62,44 +68,46 @@ export class SigninLimit {
     return { running: checks?.running ?? 0, waiting: checks?.waiting.length ?? 0 }
   }
 
+  /** Count one failed sign-in from `address` at `now`. */
+  async fail(address: string, now: number): Promise<void> {
+    await this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
+  }
+
+  #failures(address: string, now: number): Promise<number[]> {
+    return this.#windows(key(address), now, WINDOW_MS)
+  }
+
   #refuse(address: string, checks: Checks | undefined, waitMs: number): Acquired {
     if (checks && checks.running === 0 && checks.waiting.length === 0) this.#checks.delete(address)
     return { ok: false, waitMs }
   }
 
-  /** Count one failed sign-in from `address` at `now`. */
-  fail(address: string, now: number): void {
-    const recent = this.#recent(address, now)
-    recent.push(now)
-    // Only the last MAX_FAILURES matter for the wait.
-    if (recent.length > MAX_FAILURES) recent.splice(0, recent.length - MAX_FAILURES)
-    this.#failures.delete(address)
-    this.#failures.set(address, recent)
-    if (this.#failures.size > MAX_ADDRESSES) this.#failures.delete(this.#failures.keys().next().value!)
-  }
-
-  #releaser(address: string, checks: Checks): (failed: boolean, now: number) => void {
+  #releaser(address: string, checks: Checks): (failed: boolean, now: number) => Promise<void> {
     let released = false
-    return (failed, now) => {
+    return async (failed, now) => {
       if (released) return
       released = true
-      if (failed) this.fail(address, now)
-      checks.running--
-      // Every waiting check looks again: a success frees a place, a failure may end them all.
-      const waiting = checks.waiting
-      checks.waiting = []
-      if (checks.running === 0 && waiting.length === 0) this.#checks.delete(address)
-      for (const wake of waiting) wake()
+      try {
+        // Recorded before the place is given back: a check waiting for it must see this failure.
+        if (failed) await this.fail(address, now)
+      } finally {
+        checks.running--
+        // Every waiting check looks again: a success frees a place, a failure may end them all.
+        const waiting = checks.waiting
+        checks.waiting = []
+        if (checks.running === 0 && waiting.length === 0) this.#checks.delete(address)
+        for (const wake of waiting) wake()
+      }
     }
   }
+}
 
-  /** The failures of `address` younger than WINDOW_MS; drops the entry when none are left. */
-  #recent(address: string, now: number): number[] {
-    const list = this.#failures.get(address)
-    if (!list) return []
-    const recent = list.filter((time) => time > now - WINDOW_MS)
-    if (recent.length === 0) this.#failures.delete(address)
-    else this.#failures.set(address, recent)
-    return recent
-  }
+/** The window key of an address's failed sign-ins. */
+function key(address: string): string {
+  return `signin:${address}`
+}
+
+/** The wait a list of failures (oldest first) imposes at `now`. */
+function waitOf(failures: number[], now: number): number {
+  return failures.length >= MAX_FAILURES ? failures[failures.length - MAX_FAILURES]! + WINDOW_MS - now : 0
 }

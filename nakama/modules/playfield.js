@@ -13,6 +13,7 @@
 
 var SYSTEM_USER = '00000000-0000-0000-0000-000000000000';
 var BUCKETS = 'playfield_buckets';
+var WINDOWS = 'playfield_event_windows';
 var ROLES = 'playfield_roles';
 var REVOKED = 'playfield_revoked';
 var LAUNCHES = 'playfield_launches';
@@ -28,6 +29,7 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_get_account', rpcGetAccount);
   initializer.registerRpc('playfield_rename', rpcRename);
   initializer.registerRpc('playfield_take_bucket', rpcTakeBucket);
+  initializer.registerRpc('playfield_event_window', rpcEventWindow);
   initializer.registerRpc('playfield_set_role', rpcSetRole);
   initializer.registerRpc('playfield_list_privileged', rpcListPrivileged);
   initializer.registerRpc('playfield_record_launch', rpcRecordLaunch);
@@ -316,6 +318,28 @@ function rpcTakeBucket(ctx, logger, nk, payload) {
   var p = parsePayload(payload);
   var result = takeStored(nk, p.key, SYSTEM_USER, p.rule, p.now);
   return JSON.stringify({ allowed: result.allowed, waitMs: result.waitMs });
+}
+
+// The times of a named window's events younger than windowMs (the platform's failed sign-ins per
+// address), owned by the system user; with record, `now` is added (keeping the latest `keep`)
+// with a storage-version check, so instances adding at once lose none.
+function rpcEventWindow(ctx, logger, nk, payload) {
+  serverOnly(ctx);
+  var p = parsePayload(payload);
+  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    var object = readObject(nk, WINDOWS, p.key, SYSTEM_USER);
+    var times = (object && object.value.times ? object.value.times : []).filter(function (t) { return t > p.now - p.windowMs; });
+    if (!p.record) return JSON.stringify({ times: times });
+    times.push(p.now);
+    if (times.length > p.keep) times = times.slice(times.length - p.keep);
+    try {
+      writeObject(nk, WINDOWS, p.key, SYSTEM_USER, { times: times }, object);
+      return JSON.stringify({ times: times });
+    } catch (e) {
+      if (!isVersionConflict(e)) throw e;
+    }
+  }
+  throw { message: 'window ' + p.key + ' stayed contended', code: 10 };
 }
 
 // Grant or revoke a role on the account with exactly this username (Nakama names are case-exact).

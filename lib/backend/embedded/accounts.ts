@@ -34,6 +34,15 @@ export const ACCOUNT_MIGRATIONS: Migration[] = [
       CREATE TABLE buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
     `,
   },
+  {
+    version: 101,
+    name: 'event windows (failed sign-ins per address)',
+    // times: a JSON array of ms, oldest first; last_at lets old rows be swept with the index.
+    sql: `
+      CREATE TABLE event_windows (key TEXT PRIMARY KEY, times TEXT NOT NULL, last_at INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE INDEX event_windows_last_at ON event_windows (last_at);
+    `,
+  },
 ]
 
 
@@ -127,6 +136,23 @@ export class AccountStore implements AccountPart {
   async takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }> {
     const { allowed, waitMs } = this.#buckets.take(key, rule, now)
     return { allowed, waitMs }
+  }
+
+  async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {
+    const recent = (): number[] => {
+      const row = this.#sql('SELECT times FROM event_windows WHERE key = ?').get(key) as { times: string } | undefined
+      return row ? (JSON.parse(row.times) as number[]).filter((time) => time > now - windowMs) : []
+    }
+    if (!record) return recent()
+    // IMMEDIATE: the read and the write of one window are one step, across processes too.
+    const add = this.db.transaction(() => {
+      const times = [...recent(), now].slice(-record.keep)
+      this.#sql('INSERT INTO event_windows (key, times, last_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET times = excluded.times, last_at = excluded.last_at').run(key, JSON.stringify(times), now)
+      // Windows nobody added to for a while hold nothing that still counts.
+      this.#sql('DELETE FROM event_windows WHERE last_at <= ?').run(now - windowMs)
+      return times
+    })
+    return add.immediate()
   }
 
   async grantRole(username: string, role: string): Promise<Account> {

@@ -153,6 +153,12 @@ export class NakamaAccounts implements AccountPart {
     return this.client.rpc<{ allowed: boolean; waitMs: number }>('playfield_take_bucket', { key: stored, rule, now })
   }
 
+  async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {
+    const stored = key.length > MAX_KEY ? createHash('sha256').update(key).digest('hex') : key
+    const out = await this.client.rpc<{ times: number[] }>('playfield_event_window', { key: stored, now, windowMs, keep: record?.keep ?? 0, record: record !== undefined })
+    return out.times
+  }
+
   grantRole(username: string, role: string): Promise<Account> {
     return this.#setRole(username, role, true)
   }

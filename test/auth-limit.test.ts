@@ -1,4 +1,5 @@
 import t from 'tap'
+import net from 'node:net'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { expectError, signUp } from './helpers/accounts.js'
 
@@ -77,7 +78,37 @@ t.test('right passwords sent in parallel all sign in, however many, and guests b
   for (let i = 0; i < 5; i++) await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })
   const after = await Promise.all(Array.from({ length: 8 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' })))
   t.same(after.map((r) => r.status), Array(8).fill(200), 'with 5 failures, 8 right passwords at once: 5 checks run, 3 wait, none is refused')
-  await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', 'the failures so far are still 5')
+  for (let i = 6; i <= 10; i++) {
+    await expectError(t, await c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', `failure ${i}: the successes counted for nothing`)
+  }
+  await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'then the limit')
+})
+
+t.test('logins whose clients went away while waiting for a place hold none', async (t) => {
+  const address = '203.0.113.43'
+  const body = JSON.stringify({ username: 'Limited', password: 'right password' })
+  const port = new URL(platform.url).port
+  const abandoned = (): Promise<void> =>
+    new Promise((resolve) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => {
+        socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Forwarded-For: ${address}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        setImmediate(() => socket.destroy())
+      })
+      socket.on('close', () => resolve()).on('error', () => resolve())
+    })
+  const c = from(address)
+  const answers = await Promise.all([
+    ...Array.from({ length: 10 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' })),
+    ...Array.from({ length: 20 }, abandoned),
+  ])
+  t.same(answers.slice(0, 10).map((r) => (r as Response).status), Array(10).fill(200))
+  await new Promise((r) => setTimeout(r, 500))
+  const later = await Promise.race([
+    Promise.all(Array.from({ length: 10 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' }))),
+    new Promise<null>((r) => setTimeout(() => r(null), 10_000)),
+  ])
+  t.ok(later, 'ten more sign in within 10 s: no place is held by a client that left')
+  t.same(later?.map((r) => r.status), Array(10).fill(200))
 })
 
 t.test('the limit does not stop a signed-in user: only sign-ins are limited', async (t) => {

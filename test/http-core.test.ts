@@ -65,12 +65,17 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
 /** Send several requests on one kept-alive connection, one after the other; the answers' status lines, and whether it stayed open. */
 function sameConnection(requests: string[]): Promise<{ statuses: string[]; open: boolean }> {
   const port = Number(new URL(base).port)
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1')
     const statuses: string[] = []
     let text = ''
     let closed = false
-    socket.on('close', () => (closed = true)).on('error', reject)
+    // A reset (the server closing on an unread upload) ends the connection like a close: the
+    // answers so far are what the test compares.
+    socket.on('close', () => (closed = true)).on('error', () => {
+      closed = true
+      resolve({ statuses, open: false })
+    })
     const next = (): void => {
       const request = requests[statuses.length]
       if (request === undefined || closed) return resolve({ statuses, open: !closed })

@@ -270,6 +270,10 @@ t.test('event windows: recorded times younger than the window, the latest kept, 
   t.same(await window(at + 62_500, false), { times: [at + 3000, at + 4000] }, 'older than the window: gone')
   t.same(await window(at + 62_500, true), { times: [at + 3000, at + 4000, at + 62_500] })
   t.same(await rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.1', now: at, windowMs: 60_000, keep: 3, record: false }), { times: [] }, 'another key is its own')
+  const stored = (key: string) => [...fake.state.storage.keys()].some((k) => k.includes(key))
+  t.ok(stored('signin:203.0.113.5'))
+  t.same(await window(at + 200_000, false), { times: [] })
+  t.notOk(stored('signin:203.0.113.5'), 'a window read empty is deleted')
   // Writers at once lose nothing: the storage version check retries.
   await Promise.all(Array.from({ length: 6 }, (_, i) => rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.2', now: at + i, windowMs: 60_000, keep: 10, record: true })))
   t.equal((await rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.2', now: at + 10, windowMs: 60_000, keep: 10, record: false })).times.length, 6)

@@ -15,6 +15,8 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
   if (declared > MAX_BODY_BYTES) return Promise.reject(tooLarge())
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
+  // Gone before we began (a handler that waited first): 'close' has been and will not come again.
+  if (req.destroyed) return Promise.reject(new Error('the client closed the request before its body was read'))
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0

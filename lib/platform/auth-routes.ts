@@ -23,7 +23,8 @@ export function authRoutes(router: Router, app: App): void {
    */
   const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, checksPassword = false): Promise<void> => {
     const place = checksPassword ? await limit.acquire(ctx.ip, () => app.now()) : null
-    const waitMs = place ? (place.ok ? 0 : place.waitMs) : await limit.waitMs(ctx.ip, app.now())
+    if (place && !place.ok) throw rateLimited(place.busy ? 'too many sign-ins in progress from this address' : 'too many failed sign-ins from this address', place.waitMs)
+    const waitMs = place ? 0 : await limit.waitMs(ctx.ip, app.now())
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
     let wrongCredentials = false
@@ -55,14 +56,16 @@ export function authRoutes(router: Router, app: App): void {
     }),
   )
 
-  router.add('POST', '/api/auth/login', (ctx) =>
-    signIn(ctx, async () => {
-      const { username, password } = await readBody(ctx.req, LoginBody)
+  router.add('POST', '/api/auth/login', async (ctx) => {
+    // The body first: a login may then wait for a place to check its password, and a client gone
+    // meanwhile must not leave it waiting on a body that will never come.
+    const { username, password } = await readBody(ctx.req, LoginBody)
+    await signIn(ctx, async () => {
       // No account can have such a password (register refuses it): a wrong credential, counted.
       if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
       return app.backend.login(username, password)
-    }, true),
-  )
+    }, true)
+  })
 
   // Public and idempotent: without a session it still answers 200 and clears the cookie.
   router.add('POST', '/api/auth/logout', async (ctx) => {

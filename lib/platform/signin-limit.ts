@@ -4,15 +4,27 @@ const WINDOW_MS = 60_000
 /** Password checks one address may have waiting for a place; past it they answer 429 at once. */
 const MAX_WAITING = 100
 
-/** What `acquire` answers: a place to check a password, or the milliseconds to wait for a sign-in. */
-export type Acquired = { ok: true; release: (failed: boolean, now: number) => Promise<void> } | { ok: false; waitMs: number }
+/**
+ * What `acquire` answers: a place to check a password, or the milliseconds to wait (`busy` when
+ * the address has too many checks waiting rather than too many failures).
+ */
+type Acquired = { ok: true; release: (failed: boolean, now: number) => Promise<void> } | { ok: false; waitMs: number; busy?: boolean }
+
+/** How a waiting check is woken: null to look again, or the wait of a refusal. */
+type Wake = (refusedMs: number | null) => void
 
 /** Where the failures are kept: the game backend's event windows (Backend.eventWindow). */
 export type FailureWindows = (key: string, now: number, windowMs: number, record?: { keep: number }) => Promise<number[]>
 
 interface Checks {
+  /** Checks holding a place. */
   running: number
-  waiting: (() => void)[]
+  /** Checks waiting for one, oldest first. */
+  waiting: Wake[]
+  /** Checks reading the failures: the entry stays while any does. */
+  reading: number
+  /** Failures recorded by this instance's checks, ever: a read that saw this move may be stale. */
+  failed: number
 }
 
 /**
@@ -25,7 +37,9 @@ interface Checks {
  * held to the failures it has left: with 7 failures in the minute, 3 checks run at once and any
  * more wait for one of them to end. Guesses sent in parallel cannot pass the limit (of 30 wrong
  * ones, 10 are checked and 20 answer 429 once those 10 have failed), and right passwords sent in
- * parallel all get in, however many. The clock is passed in.
+ * parallel all get in (up to 100 waiting per address): a success wakes the oldest check waiting,
+ * a failure that limits the address refuses them all, any other failure takes its own place.
+ * The clock is passed in.
  */
 export class SigninLimit {
   readonly #windows: FailureWindows
@@ -46,19 +60,40 @@ export class SigninLimit {
    * limited (or too many checks are waiting). The holder must call `release` once.
    */
   async acquire(address: string, now: () => number): Promise<Acquired> {
-    for (;;) {
-      const at = now()
-      const failures = await this.#failures(address, at)
-      const waitMs = waitOf(failures, at)
-      let checks = this.#checks.get(address)
-      if (waitMs > 0) return this.#refuse(address, checks, waitMs)
-      if (checks === undefined) this.#checks.set(address, (checks = { running: 0, waiting: [] }))
-      if (failures.length + checks.running < MAX_FAILURES) {
-        checks.running++
-        return { ok: true, release: this.#releaser(address, checks) }
+    let checks = this.#checks.get(address)
+    if (checks === undefined) this.#checks.set(address, (checks = { running: 0, waiting: [], reading: 0, failed: 0 }))
+    const entry = checks
+    let woken = false
+    entry.reading++
+    try {
+      for (;;) {
+        const failedBefore = entry.failed
+        const at = now()
+        const failures = await this.#failures(address, at)
+        // A failure this instance recorded while the read was on its way may be missing from it,
+        // and its check no longer counts as running: read again rather than count it nowhere.
+        if (entry.failed !== failedBefore) continue
+        const waitMs = waitOf(failures, at)
+        if (waitMs > 0) {
+          wakeAll(entry, waitMs) // the others waiting would read the same
+          return { ok: false, waitMs }
+        }
+        if (failures.length + entry.running < MAX_FAILURES) {
+          entry.running++
+          // Room for more (failures aged out, or several places freed): the next one looks too.
+          if (failures.length + entry.running < MAX_FAILURES) entry.waiting.shift()?.(null)
+          return { ok: true, release: this.#releaser(address, entry) }
+        }
+        if (!woken && entry.waiting.length >= MAX_WAITING) return { ok: false, waitMs: 1000, busy: true }
+        // A check woken that found no place goes back to the front: it keeps its turn.
+        const refusedMs = await new Promise<number | null>((resolve) => (woken ? entry.waiting.unshift(resolve) : entry.waiting.push(resolve)))
+        if (refusedMs !== null) return { ok: false, waitMs: refusedMs }
+        woken = true
       }
-      if (checks.waiting.length >= MAX_WAITING) return this.#refuse(address, checks, 1000)
-      await new Promise<void>((resolve) => checks.waiting.push(resolve))
+    } finally {
+      // Also when the backend did not answer (503): nothing is held for this check then.
+      entry.reading--
+      this.#sweep(address, entry)
     }
   }
 
@@ -68,18 +103,18 @@ export class SigninLimit {
     return { running: checks?.running ?? 0, waiting: checks?.waiting.length ?? 0 }
   }
 
-  /** Count one failed sign-in from `address` at `now`. */
-  async fail(address: string, now: number): Promise<void> {
-    await this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
+  /** Count one failed sign-in from `address` at `now`; answers the failures in the window after it. */
+  async fail(address: string, now: number): Promise<number[]> {
+    return this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
   }
 
   #failures(address: string, now: number): Promise<number[]> {
     return this.#windows(key(address), now, WINDOW_MS)
   }
 
-  #refuse(address: string, checks: Checks | undefined, waitMs: number): Acquired {
-    if (checks && checks.running === 0 && checks.waiting.length === 0) this.#checks.delete(address)
-    return { ok: false, waitMs }
+  /** Drop an address's entry once no check holds, waits for or reads it. */
+  #sweep(address: string, checks: Checks): void {
+    if (checks.running === 0 && checks.waiting.length === 0 && checks.reading === 0 && this.#checks.get(address) === checks) this.#checks.delete(address)
   }
 
   #releaser(address: string, checks: Checks): (failed: boolean, now: number) => Promise<void> {
@@ -87,19 +122,30 @@ export class SigninLimit {
     return async (failed, now) => {
       if (released) return
       released = true
+      let times: number[] | null = null
       try {
         // Recorded before the place is given back: a check waiting for it must see this failure.
-        if (failed) await this.fail(address, now)
+        if (failed) {
+          times = await this.fail(address, now)
+          checks.failed++
+        }
       } finally {
         checks.running--
-        // Every waiting check looks again: a success frees a place, a failure may end them all.
-        const waiting = checks.waiting
-        checks.waiting = []
-        if (checks.running === 0 && waiting.length === 0) this.#checks.delete(address)
-        for (const wake of waiting) wake()
+        const waitMs = times ? waitOf(times, now) : 0
+        if (waitMs > 0) wakeAll(checks, waitMs) // the address is limited now: every waiting check is refused
+        else if (times === null || checks.running === 0) checks.waiting.shift()?.(null) // a place is free: the oldest looks
+        // A failure otherwise takes the place its check held: no one more may go.
+        this.#sweep(address, checks)
       }
     }
   }
+}
+
+/** Wake every check waiting on `checks` with the refusal `waitMs`. */
+function wakeAll(checks: Checks, waitMs: number): void {
+  const waiting = checks.waiting
+  checks.waiting = []
+  for (const wake of waiting) wake(waitMs)
 }
 
 /** The window key of an address's failed sign-ins. */

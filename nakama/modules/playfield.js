@@ -329,8 +329,19 @@ function rpcEventWindow(ctx, logger, nk, payload) {
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     var object = readObject(nk, WINDOWS, p.key, SYSTEM_USER);
     var times = (object && object.value.times ? object.value.times : []).filter(function (t) { return t > p.now - p.windowMs; });
-    if (!p.record) return JSON.stringify({ times: times });
+    if (!p.record) {
+      // A window with nothing left in it goes, so addresses that stopped failing leave nothing behind.
+      if (object && !times.length) {
+        try {
+          nk.storageDelete([{ collection: WINDOWS, key: p.key, userId: SYSTEM_USER, version: object.version }]);
+        } catch (e) {
+          if (!isVersionConflict(e)) throw e;
+        }
+      }
+      return JSON.stringify({ times: times });
+    }
     times.push(p.now);
+    times.sort(function (a, b) { return a - b; });
     if (times.length > p.keep) times = times.slice(times.length - p.keep);
     try {
       writeObject(nk, WINDOWS, p.key, SYSTEM_USER, { times: times }, object);

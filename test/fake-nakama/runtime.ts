@@ -26,11 +26,6 @@ export interface Runtime {
   logs: string[]
 }
 
-/**
- * Run the module in its own realm the way Nakama's goja runtime does: one script, a top-level
- * InitModule, RPCs and hooks registered by top-level function identifiers (an inline function is
- * refused). A null source is a Nakama without any JavaScript module: no RPCs, no hooks.
- */
 /** The keys Nakama signs session and refresh tokens with (session.encryption_key, session.refresh_encryption_key). */
 export interface TokenKeys {
   encryptionKey: string
@@ -39,6 +34,12 @@ export interface TokenKeys {
 
 const DEFAULT_KEYS: TokenKeys = { encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key' }
 
+/**
+ * Run the module in its own realm the way Nakama's goja runtime does: one script, a top-level
+ * InitModule, RPCs and hooks registered by top-level function identifiers (an inline function is
+ * refused). A null source is a Nakama without any JavaScript module: no RPCs, no hooks. `keys`
+ * are the token keys nk.sessionLogout verifies with.
+ */
 export function loadRuntime(state: FakeState, source: string | null = readFileSync(MODULE_PATH, 'utf8'), keys: TokenKeys = DEFAULT_KEYS): Runtime {
   const scope = vm.createContext({})
   const logs: string[] = []

@@ -146,7 +146,8 @@ export class AccountStore implements AccountPart {
     if (!record) return recent()
     // IMMEDIATE: the read and the write of one window are one step, across processes too.
     const add = this.db.transaction(() => {
-      const times = [...recent(), now].slice(-record.keep)
+      // In time order whatever order the writes came in (instances' clocks differ a little).
+      const times = [...recent(), now].sort((a, b) => a - b).slice(-record.keep)
       this.#sql('INSERT INTO event_windows (key, times, last_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET times = excluded.times, last_at = excluded.last_at').run(key, JSON.stringify(times), now)
       // Windows nobody added to for a while hold nothing that still counts.
       this.#sql('DELETE FROM event_windows WHERE last_at <= ?').run(now - windowMs)

@@ -165,6 +165,29 @@ t.test('SigninLimit: with a slow backend, reads that miss a failure recorded mea
   }
 })
 
+t.test('SigninLimit: a backend that fails leaves no place held and no check waiting for good', async (t) => {
+  const inner = memoryWindows()
+  let down = false
+  const flaky: FailureWindows = async (key, now, windowMs, record) => {
+    if (down) throw new Error('backend down')
+    return inner(key, now, windowMs, record)
+  }
+  const limit = new SigninLimit(flaky)
+  const clock = (): number => T0
+  const places = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
+  const waiting = Array.from({ length: 3 }, () => limit.acquire('a', clock).then((p) => p, (err: Error) => err.message))
+  await new Promise((r) => setImmediate(r))
+  t.same(limit.inFlight('a'), { running: 10, waiting: 3 })
+  down = true
+  const first = places[0]!
+  if (first.ok) await t.rejects(first.release(true, T0), /backend down/, 'a failure that cannot be recorded fails the release')
+  for (const place of places.slice(1)) if (place.ok) await place.release(false, T0)
+  t.same(await Promise.all(waiting), ['backend down', 'backend down', 'backend down'], 'every waiting check hears of it')
+  t.same(limit.inFlight('a'), { running: 0, waiting: 0 }, 'nothing held')
+  down = false
+  t.ok((await limit.acquire('a', clock)).ok, 'and the address signs in once the backend is back')
+})
+
 t.test('SigninLimit: at most 100 checks wait per address; more are refused for a second', async (t) => {
   const limit = new SigninLimit(memoryWindows())
   const clock = (): number => T0

@@ -90,6 +90,10 @@ export class SigninLimit {
         if (refusedMs !== null) return { ok: false, waitMs: refusedMs }
         woken = true
       }
+    } catch (err) {
+      // The backend did not answer a woken check: the place it was woken for goes to the next.
+      if (woken) entry.waiting.shift()?.(null)
+      throw err
     } finally {
       // Also when the backend did not answer (503): nothing is held for this check then.
       entry.reading--

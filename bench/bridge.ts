@@ -19,6 +19,8 @@ import { loadBridgeConfig } from '../lib/config.js'
 import { connect, SHELL_USER, startBridge, type TermClient } from '../test/helpers/terminal.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+/** BENCH_PARTS=echo,throughput (any of throughput, echo, ctrlc, idle, tail) runs only those parts. */
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'throughput,echo,ctrlc,idle,tail').split(','))
 const CTRL_C_ROUNDS = 3
 const FLOOD_BYTES = Number(process.env.BENCH_FLOOD_BYTES ?? 200_000_000)
 const KEYSTROKES = 1000
@@ -235,32 +237,45 @@ async function tail(): Promise<boolean> {
 const through: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
 const echo: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
 for (let round = 0; round < ROUNDS; round++) {
-  through.bridge.push(await throughputBridge())
-  through.local.push(await throughputInProcess())
-  echo.local.push(...(await echoInProcess(Math.ceil(KEYSTROKES / ROUNDS))))
-  echo.bridge.push(...(await echoBridge(Math.ceil(KEYSTROKES / ROUNDS))))
+  if (PARTS.has('throughput')) {
+    through.bridge.push(await throughputBridge())
+    through.local.push(await throughputInProcess())
+  }
+  if (PARTS.has('echo')) {
+    echo.local.push(...(await echoInProcess(Math.ceil(KEYSTROKES / ROUNDS))))
+    echo.bridge.push(...(await echoBridge(Math.ceil(KEYSTROKES / ROUNDS))))
+  }
 }
-const ctrl = []
-for (let round = 0; round < CTRL_C_ROUNDS; round++) ctrl.push(await ctrlC(true))
-const ctrlNoAck = await ctrlC(false)
-const perIdle = await idleRss()
-let delivered = 0
-for (let run = 0; run < 10; run++) if (await tail()) delivered++
-
-const tb = median(through.bridge)
-const tl = median(through.local)
-const ep50 = percentile(echo.bridge, 0.5)
-const el50 = percentile(echo.local, 0.5)
-const ctrlMs = median(ctrl.map((r) => r.ms))
-const peak = Math.max(...ctrl.map((r) => r.peak))
 console.log(`terminal bridge benchmark (${ROUNDS} rounds, ${CTRL_C_ROUNDS} for ctrl-c, medians; shell user ${account.username})`)
-console.log(`throughput   bridge ${fmt(tb, 1)} MB/s  in-process ${fmt(tl, 1)} MB/s  ratio ${fmt(tb / tl)}  (target >= 0.85)  ${verdict(tb / tl >= 0.85)}`)
-console.log(`             CPU per MB: bridge process ${fmt(median(cpuPerMB.bridge))} ms, in-process reader ${fmt(median(cpuPerMB.local))} ms (load ${os.loadavg().map((l) => fmt(l, 1)).join(' ')})`)
-console.log(`echo         bridge p50 ${fmt(ep50, 3)} ms p99 ${fmt(percentile(echo.bridge, 0.99), 3)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${fmt(percentile(echo.local, 0.99), 3)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
-console.log(`ctrl-c       to prompt with a 5 MB/s acking reader ${ctrlMs} ms [${ctrl.map((r) => r.ms).join(', ')}]  (target <= 500)  ${verdict(ctrlMs <= 500)}`)
-console.log(`             same reader without acks ${ctrlNoAck.ms} ms (kernel socket buffers drain at 5 MB/s)`)
-console.log(`peak RSS     during the flood ${fmt(peak, 1)} MiB (VmHWM ${fmt(rssMiB(bridgePid, 'VmHWM'), 1)} MiB; without acks ${fmt(ctrlNoAck.peak, 1)} MiB)  (target <= 80)  ${verdict(peak <= 80)}`)
-console.log(`idle         ${fmt(perIdle)} MiB RSS per idle connection with a shell (${IDLE_CONNECTIONS} connections)  (target <= 2)  ${verdict(perIdle <= 2)}`)
-console.log(`tail         seq 1 2000000; exit delivered whole in ${delivered} of 10 runs  (target 10)  ${verdict(delivered === 10)}`)
+if (PARTS.has('throughput')) {
+  const tb = median(through.bridge)
+  const tl = median(through.local)
+  console.log(`throughput   bridge ${fmt(tb, 1)} MB/s  in-process ${fmt(tl, 1)} MB/s  ratio ${fmt(tb / tl)}  (target >= 0.85)  ${verdict(tb / tl >= 0.85)}`)
+  console.log(`             CPU per MB: bridge process ${fmt(median(cpuPerMB.bridge))} ms, in-process reader ${fmt(median(cpuPerMB.local))} ms (load ${os.loadavg().map((l) => fmt(l, 1)).join(' ')})`)
+}
+if (PARTS.has('echo')) {
+  const ep50 = percentile(echo.bridge, 0.5)
+  const el50 = percentile(echo.local, 0.5)
+  console.log(`echo         bridge p50 ${fmt(ep50, 3)} ms p99 ${fmt(percentile(echo.bridge, 0.99), 3)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${fmt(percentile(echo.local, 0.99), 3)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
+}
+if (PARTS.has('ctrlc')) {
+  const ctrl = []
+  for (let round = 0; round < CTRL_C_ROUNDS; round++) ctrl.push(await ctrlC(true))
+  const ctrlNoAck = await ctrlC(false)
+  const ctrlMs = median(ctrl.map((r) => r.ms))
+  const peak = Math.max(...ctrl.map((r) => r.peak))
+  console.log(`ctrl-c       to prompt with a 5 MB/s acking reader ${ctrlMs} ms [${ctrl.map((r) => r.ms).join(', ')}]  (target <= 500)  ${verdict(ctrlMs <= 500)}`)
+  console.log(`             same reader without acks ${ctrlNoAck.ms} ms (kernel socket buffers drain at 5 MB/s)`)
+  console.log(`peak RSS     during the flood ${fmt(peak, 1)} MiB (VmHWM ${fmt(rssMiB(bridgePid, 'VmHWM'), 1)} MiB; without acks ${fmt(ctrlNoAck.peak, 1)} MiB)  (target <= 80)  ${verdict(peak <= 80)}`)
+}
+if (PARTS.has('idle')) {
+  const perIdle = await idleRss()
+  console.log(`idle         ${fmt(perIdle)} MiB RSS per idle connection with a shell (${IDLE_CONNECTIONS} connections)  (target <= 2)  ${verdict(perIdle <= 2)}`)
+}
+if (PARTS.has('tail')) {
+  let delivered = 0
+  for (let run = 0; run < 10; run++) if (await tail()) delivered++
+  console.log(`tail         seq 1 2000000; exit delivered whole in ${delivered} of 10 runs  (target 10)  ${verdict(delivered === 10)}`)
+}
 await bridge.stop()
 process.exit(0)

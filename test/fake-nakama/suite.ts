@@ -95,13 +95,33 @@ export function unlisted(): string[] {
   return readdirSync(DIST).filter((f) => f.endsWith('.test.js') && !f.startsWith('nakama') && !(f in SUITE) && !NOT_ON_NAKAMA.has(f))
 }
 
+/** Each `not ok` line of a TAP output with the diagnostic block (`---` … `...`) that follows it. */
+function failedBlocks(output: string): string[] {
+  const blocks: string[] = []
+  const lines = output.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*not ok /.test(lines[i]!)) continue
+    const block = [lines[i]!]
+    if (/^\s*---$/.test(lines[i + 1] ?? '')) {
+      while (++i < lines.length) {
+        block.push(lines[i]!)
+        if (/^\s*\.\.\.$/.test(lines[i]!)) break
+      }
+    }
+    blocks.push(block.join('\n'))
+  }
+  return blocks
+}
+
 /** Run `files` (those that exist) with TEST_BACKEND=nakama, one after the other, and assert each passed. */
 export async function runOnNakama(t: Test, files: string[]): Promise<void> {
   for (const file of files.filter((f) => existsSync(path.join(DIST, f)))) {
     const { code, output } = await run(file, SUITE[file]!.exclude ?? [])
-    const failures = output.split('\n').filter((l) => /^\s*not ok /.test(l))
+    const failures = failedBlocks(output)
     const why = SUITE[file]!.why ? ` (left out: ${SUITE[file]!.why})` : ''
-    t.equal(code, 0, `${file} on Nakama${why}`, { failures, diagnostic: code !== 0 })
+    // A failed run shows its failed assertions and the end of its output (a crash prints only there).
+    const extra = code === 0 ? {} : { failures, tail: output.slice(-6000), diagnostic: true }
+    t.equal(code, 0, `${file} on Nakama${why}`, extra)
     if (SUITE[file]!.platform !== false) t.match(output, /nakama: using the (fake|real) Nakama/, `${file} ran its platforms on Nakama`)
   }
 }

@@ -1,0 +1,50 @@
+import { execFileSync, spawn } from 'node:child_process'
+import t from 'tap'
+import { endSession } from '../lib/bridge/session-kill.js'
+
+/** A session led by a bash running `script`, and how it ended. */
+function session(script: string): { pid: number; ended: Promise<NodeJS.Signals | null> } {
+  // detached: the child calls setsid, so it leads a session of its own as the login shell does.
+  const child = spawn('/bin/bash', ['-c', script], { detached: true, stdio: 'ignore' })
+  const ended = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)))
+  return { pid: child.pid!, ended }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/** Processes of session `sid` that have not ended (zombies have), as `ps` lists them. */
+function alive(sid: number): string[] {
+  let out = ''
+  try {
+    out = execFileSync('ps', ['-s', String(sid), '-o', 'pid=,stat=,args='], { encoding: 'utf8' })
+  } catch {
+    return [] // ps exits 1 when the session has no process at all
+  }
+  return out.split('\n').map((l) => l.trim()).filter((l) => l && !/^\d+ Z/.test(l))
+}
+
+/** What is left of the session once a SIGKILL sent just now has had a second to take effect. */
+async function left(sid: number): Promise<string[]> {
+  for (let i = 0; i < 20 && alive(sid).length > 0; i++) await sleep(50)
+  return alive(sid)
+}
+
+t.test('a process that lets one SIGHUP pass gets another before the SIGKILL', async (t) => {
+  // The first SIGHUP only resets the trap, as a lost SIGHUP leaves bash waiting for input.
+  const s = session('trap "trap - HUP" HUP; while :; do sleep 0.05; done')
+  await sleep(200)
+  t.ok(alive(s.pid).length >= 1, 'the session runs')
+  await endSession(s.pid)
+  t.equal(await s.ended, 'SIGHUP', 'ended by a second SIGHUP, not by the SIGKILL')
+  t.same(await left(s.pid), [], 'nothing of the session is left')
+})
+
+t.test('a process that ignores SIGHUP gets SIGKILL once the grace is over, and every member of the session ends', async (t) => {
+  const s = session('trap "" HUP; sleep 1000 & while :; do sleep 0.05; done')
+  await sleep(200)
+  const started = Date.now()
+  await endSession(s.pid, 500)
+  t.equal(await s.ended, 'SIGKILL')
+  t.ok(Date.now() - started >= 500, 'not before the grace was over')
+  t.same(await left(s.pid), [], 'the background sleep, which ignores SIGHUP too, is gone as well')
+})

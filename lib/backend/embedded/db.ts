@@ -22,7 +22,11 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
   const db = new Database(path.join(dataDir, DATABASE_FILE))
   // First, so that everything below waits for another process opening the same file.
   db.pragma('busy_timeout = 5000')
-  db.pragma('journal_mode = WAL')
+  // Processes that open a new file together can get "database is locked" at once from the
+  // switch to WAL or the first migration, without the busy timeout (SQLite refuses rather than
+  // wait where waiting could deadlock: 1 of 4 `users` commands started together, once in about
+  // 40 runs). Both are safe to repeat, so they are, for as long as the busy timeout.
+  untilNotBusy(() => db.pragma('journal_mode = WAL'))
   // WAL + NORMAL: a commit is in the WAL file (the OS page cache) before it returns, so an
   // acknowledged write survives a crash of this process (SIGKILL); only a power loss can drop the
   // last commits. FULL would fsync every commit and cap writes at the disk's sync rate.
@@ -33,9 +37,26 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
   // a million-record leaderboard, so a write rarely reads a page back from the OS.
   db.pragma('wal_autocheckpoint = 10000')
   db.pragma('cache_size = -65536')
-  migrate(db, migrations)
+  untilNotBusy(() => migrate(db, migrations))
   return db
 }
+
+/** Run `step` again while it fails with SQLITE_BUSY, for up to BUSY_RETRY_MS. */
+function untilNotBusy(step: () => void): void {
+  const deadline = Date.now() + BUSY_RETRY_MS
+  for (;;) {
+    try {
+      return step()
+    } catch (err) {
+      if (!isBusy(err) || Date.now() > deadline) throw err
+      Atomics.wait(pause, 0, 0, 10 + Math.random() * 20)
+    }
+  }
+}
+
+/** As long as busy_timeout; the retries wait 10–30 ms each, at random, so racing openers spread out. */
+const BUSY_RETRY_MS = 5_000
+const pause = new Int32Array(new SharedArrayBuffer(4))
 
 function migrate(db: Database.Database, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')

@@ -35,6 +35,12 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
+/** SIGHUP to each of `pids`, then SIGCONT, so a stopped job wakes to see it. */
+function hangUp(pids: number[]): void {
+  for (const pid of pids) signal(pid, 'SIGHUP')
+  for (const pid of pids) signal(pid, 'SIGCONT')
+}
+
 /** How often the grace period looks whether the session is already empty. */
 const POLL_MS = 50
 /**
@@ -47,13 +53,11 @@ const REHUP_MS = 250
 
 /**
  * End every process of the session led by `sid`: SIGHUP (and SIGCONT, so stopped jobs see it) to
- * each member now and again every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once the session is empty or
- * the SIGKILL round is done, so a shutdown waits no longer than it must.
+ * each member now and again every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once
+ * the session is empty or the SIGKILL round is done, so a shutdown waits no longer than it must.
  */
 export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> {
-  const first = sessionMembers(sid)
-  for (const pid of first) signal(pid, 'SIGHUP')
-  for (const pid of first) signal(pid, 'SIGCONT')
+  hangUp(sessionMembers(sid))
   const deadline = Date.now() + graceMs
   let rehup = Date.now() + REHUP_MS
   return new Promise((resolve) => {
@@ -63,8 +67,7 @@ export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> 
       if (left.length > 0 && now < deadline) {
         if (now < rehup) return
         rehup = now + REHUP_MS
-        for (const pid of left) signal(pid, 'SIGHUP')
-        for (const pid of left) signal(pid, 'SIGCONT')
+        hangUp(left)
         return
       }
       for (const pid of left) signal(pid, 'SIGKILL')

@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { connect, startBridge } from './helpers/terminal.js'
+import { alive, connect, startBridge } from './helpers/terminal.js'
 
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
 t.teardown(() => bridge.stop())
@@ -123,16 +122,6 @@ t.test('a frame over 1 MiB closes the connection with 1009', async (t) => {
   c.send({ type: 'input', data: 'x'.repeat(1024 * 1024 + 1) })
   t.equal((await c.whenClosed()).code, 1009)
 })
-
-/** Whether a process runs: it is in /proc and not a zombie (signal 0 would count a zombie). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 t.test('a shell that does not read its input: past 1 MiB waiting, input is refused, and kill and close still work', async (t) => {
   for (const ending of ['kill', 'close'] as const) {

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { WebSocket } from 'ws'
 import { mintTicket } from '../../lib/ticket.js'
 import { BRIDGE_JS, startPlatform, type RunningProcess } from './platform.js'
@@ -139,4 +140,14 @@ export function upgradeStatus(port: number, path: string, origin: string | undef
     })
     ws.once('error', () => undefined)
   })
+}
+
+/** Whether a process runs: it is in /proc and not a zombie (signal 0 would count a zombie). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z'
+  } catch {
+    return false
+  }
 }

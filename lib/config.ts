@@ -35,7 +35,6 @@ const SECRETS = variable(
   'a comma list of secrets, each at least 32 characters',
 )
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
-const MICROSECONDS = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4}|100000)$' }), 'an integer from 0 to 100000 (microseconds)')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
 const LIST = variable(Type.String({ pattern: '^[^\\s]*$' }), 'a comma list without spaces')
@@ -122,8 +121,6 @@ export interface BridgeConfig {
   dataDir: string
   ticketSecret: string | null
   maxConn: number
-  /** TERMINAL_BUSY_POLL_US in milliseconds: how long the loop polls after input (0: never). */
-  busyPollMs: number
   user: string | null
   shell: string
 }
@@ -218,7 +215,6 @@ export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig>
     dataDir: base.dataDir,
     ticketSecret: base.ticketSecret,
     maxConn: Number(read(env, 'TERMINAL_MAX_CONN', COUNT, '4')),
-    busyPollMs: Number(read(env, 'TERMINAL_BUSY_POLL_US', MICROSECONDS, '1000')) / 1000,
     user: read(env, 'TERMINAL_USER', USER) ?? null,
     shell: read(env, 'SHELL', SHELL_PATH, '/bin/bash'),
   })

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { ConfigError, loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
+import { ConfigError, loadPlatformConfig } from '../lib/config.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
 /** Each bad variable and the exact line the platform prints (CONTRACT §1). */
@@ -56,25 +56,6 @@ t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line
   for (const [env, line] of BAD) {
     t.throws(() => loadPlatformConfig(env), new ConfigError(line), line)
   }
-})
-
-t.test('loadBridgeConfig: TERMINAL_BUSY_POLL_US, the busy-polling window after input', async (t) => {
-  t.equal(loadBridgeConfig({}).busyPollMs, 1, 'default 1000 µs')
-  t.equal(loadBridgeConfig({ TERMINAL_BUSY_POLL_US: '0' }).busyPollMs, 0, '0 turns it off')
-  t.equal(loadBridgeConfig({ TERMINAL_BUSY_POLL_US: '250' }).busyPollMs, 0.25)
-  t.equal(loadBridgeConfig({ TERMINAL_BUSY_POLL_US: '100000' }).busyPollMs, 100, 'at most 100 ms')
-  for (const bad of ['-1', '1.5', '100001', '1e3', '01', 'abc', ' 5']) {
-    t.throws(
-      () => loadBridgeConfig({ TERMINAL_BUSY_POLL_US: bad }),
-      new ConfigError(`TERMINAL_BUSY_POLL_US: ${JSON.stringify(bad)} is invalid; expected an integer from 0 to 100000 (microseconds)`),
-      JSON.stringify(bad),
-    )
-  }
-  const bridge = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { TERMINAL_BUSY_POLL_US: 'abc', TERMINAL_USER: 'nobody' } }).then(
-    () => new Error('started'),
-    (err: Error) => err,
-  )
-  t.equal(bridge.message, 'process exited (2) before ready: config: TERMINAL_BUSY_POLL_US: "abc" is invalid; expected an integer from 0 to 100000 (microseconds)\n', 'the bridge stops with that line')
 })
 
 t.test('a bad environment variable stops the platform: exit 2 and only its line on stderr', async (t) => {

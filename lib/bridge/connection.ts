@@ -1,6 +1,5 @@
 import type { WebSocket, RawData } from 'ws'
 import type { TicketClaims } from '../ticket.js'
-import type { BusyPoll } from './busy-poll.js'
 import { parseFrame, type ClientFrame, type ServerFrame } from './protocol.js'
 import type { Registry } from './registry.js'
 import type { Terminal } from './terminal.js'
@@ -28,14 +27,13 @@ export function sessionLine(claims: TicketClaims, pid: number | null, startedAt:
 }
 
 /**
- * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, busy
- * polling after input, and the `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
+ * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
+ * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
  */
 export function serveConnection(
   ws: WebSocket,
   claims: TicketClaims,
   registry: Registry,
-  busyPoll: BusyPoll,
   log: (entry: Record<string, unknown>) => void,
   sessionLog: (entry: Record<string, unknown>) => void,
 ): Promise<void> {
@@ -100,8 +98,6 @@ export function serveConnection(
       }
       bytesIn += Buffer.byteLength(frame.data)
       terminal.write(frame.data)
-      // The echo, and the next keystroke of a quick exchange, are read without a wake-up.
-      busyPoll.touch()
     } else if (frame.type === 'resize') {
       terminal.resize(frame.cols, frame.rows)
     } else {

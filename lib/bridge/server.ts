@@ -5,7 +5,6 @@ import type { BridgeConfig } from '../config.js'
 import { parseTarget } from '../http/target.js'
 import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
-import { BusyPoll } from './busy-poll.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
 
@@ -54,7 +53,6 @@ function refuse(socket: Duplex, status: number, message: string): void {
 export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
   const started = Date.now()
   const registry = new Registry(account, config.shell)
-  const busyPoll = new BusyPoll(config.busyPollMs)
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
   const connections = new Map<WebSocket, Promise<void>>()
@@ -94,7 +92,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         ws.once('close', () => sessionLog(sessionLine(claims, null, startedAt, 0, 0)))
         return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
       }
-      const done = serveConnection(ws, claims, registry, busyPoll, log, sessionLog)
+      const done = serveConnection(ws, claims, registry, log, sessionLog)
       connections.set(ws, done)
       ws.once('close', () => connections.delete(ws))
     })

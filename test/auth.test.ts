@@ -106,11 +106,24 @@ t.test('register: the password length counts characters (code points), 8 to 256'
     ['a and seven NULs', 'a\u0000\u0000\u0000\u0000\u0000\u0000\u0000'],
     ['a control character', 'abcdefgh\u001b'],
     ['DEL', 'abcdefgh\u007f'],
+    // Counted as hashed, in NFC: "e" and a combining acute four times is "éééé", four characters.
+    ['8 code points that compose to 4', 'e\u0301'.repeat(4)],
   ]
   for (const [label, password] of bad) {
     await expectError(t, await client().post('/api/auth/register', { username: `bad${nextAddress}`, password }), 400, 'VALIDATION_FAILED', label)
   }
   t.equal(accounts(), before)
+})
+
+t.test('passwords are compared in NFC: one typed decomposed opens the account registered composed, and back', async (t) => {
+  const composed = 'caf\u00e9 cr\u00e8me'
+  const decomposed = 'cafe\u0301 cre\u0300me'
+  for (const [label, registered, typed] of [['composed, then decomposed', composed, decomposed], ['decomposed, then composed', decomposed, composed]]) {
+    const username = `nfc${nextAddress}`
+    t.equal((await client().post('/api/auth/register', { username, password: registered })).status, 200, `${label}: registered`)
+    t.equal((await client().post('/api/auth/login', { username, password: typed })).status, 200, `${label}: logs in`)
+    await expectError(t, await client().post('/api/auth/login', { username, password: 'cafe cre\u0300me' }), 401, 'INVALID_CREDENTIALS', `${label}: without the accent it is another password`)
+  }
 })
 
 t.test('register: names outside the rule, wrong types, missing and extra fields are 400 and create nothing', async (t) => {

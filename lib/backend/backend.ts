@@ -15,7 +15,7 @@ export interface Backend {
 
   /** Create a guest account and sign it in (Nakama: authenticate/custom with a random id). */
   authenticateGuest(): Promise<BackendSession>
-  /** Create an account with a password and sign it in; 409 USERNAME_TAKEN when the name is taken. */
+  /** Create an account with a password (NFC, as the platform passes every password) and sign it in; 409 USERNAME_TAKEN when the name is taken. */
   register(username: string, password: string): Promise<BackendSession>
   /** Sign in with a password; 401 INVALID_CREDENTIALS when the name or password is wrong. */
   login(username: string, password: string): Promise<BackendSession>

@@ -1,5 +1,5 @@
 import { MIN_TOKEN_LIFE_MS, type BackendSession } from '../backend/backend.js'
-import { readBody, readIgnoredBody } from '../http/body.js'
+import { check, readIgnoredBody, readJson } from '../http/body.js'
 import { HttpError, rateLimited } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
@@ -7,6 +7,18 @@ import type { App } from './app.js'
 import { isPasswordText, LoginBody, RegisterBody } from './schemas.js'
 import { renamedState, requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
+
+/**
+ * A body's password in NFC, before it is checked: "é" typed as one character or as "e" and a
+ * combining accent is one password on either backend, and its 8-256 characters (CONTRACT §2) are
+ * counted in the form that is hashed, so eight decomposed characters that compose to four do not
+ * pass for eight.
+ */
+function nfcPassword(body: unknown): unknown {
+  const fields = body as { password?: unknown } | null
+  if (typeof body === 'object' && fields !== null && typeof fields.password === 'string') fields.password = fields.password.normalize('NFC')
+  return body
+}
 
 // Sessions and tokens are per user: no cache may keep them.
 const NO_STORE = { 'cache-control': 'no-store' }
@@ -51,7 +63,7 @@ export function authRoutes(router: Router, app: App): void {
 
   router.add('POST', '/api/auth/register', (ctx) =>
     signIn(ctx, async () => {
-      const { username, password } = await readBody(ctx.req, RegisterBody)
+      const { username, password } = check(RegisterBody, nfcPassword(await readJson(ctx.req)))
       return app.backend.register(username, password)
     }),
   )
@@ -59,7 +71,7 @@ export function authRoutes(router: Router, app: App): void {
   router.add('POST', '/api/auth/login', async (ctx) => {
     // The body first: a login may then wait for a place to check its password, and a client gone
     // meanwhile must not leave it waiting on a body that will never come.
-    const { username, password } = await readBody(ctx.req, LoginBody)
+    const { username, password } = check(LoginBody, nfcPassword(await readJson(ctx.req)))
     await signIn(ctx, async () => {
       // No account can have such a password (register refuses it): a wrong credential, counted.
       if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')

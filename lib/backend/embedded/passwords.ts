@@ -11,7 +11,7 @@ function derive(password: string, salt: Buffer, cost: { N: number; r: number; p:
   const options: ScryptOptions = { ...cost, maxmem: 256 * cost.N * cost.r }
   // Asynchronous: scrypt runs on libuv's thread pool, so a sign-in never blocks the event loop.
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, options, (err, key) => (err ? reject(err) : resolve(key)))
+    scrypt(password, salt, KEY_BYTES, options, (err, key) => (err ? reject(err) : resolve(key)))
   })
 }
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -109,6 +109,20 @@ t.test('bin/platform check prints the exact problem line of each broken manifest
     t.equal(run.stderr, lines.map((l) => l + '\n').join(''), `${name}: problem lines`)
     t.notMatch(run.stderr, /\n\s+at /, `${name}: no stack trace`)
   }
+})
+
+t.test('a key or a file name with a line break or an escape still makes one line per problem', async (t) => {
+  const dir = tempDir()
+  const manifest = readFileSync(path.join(FIXTURES, 'config-key-not-in-ids', F), 'utf8').replace('"extra-board"', '"extra\\nboard\\u001b[2J"')
+  writeFileSync(path.join(dir, F), manifest)
+  writeFileSync(path.join(dir, 'we\nird.json'), '{"id": 1}')
+  const run = await check(dir)
+  t.equal(run.code, 1)
+  const lines = run.stderr.split('\n').slice(0, -1)
+  t.ok(lines.length > 2, 'the odd file has problems of its own')
+  t.ok(lines.every((l) => l.startsWith(`${F}: $.`) || l.startsWith('we\\nird.json: $')), 'each line starts with its file name, escaped')
+  t.ok(lines.includes(`${F}: $.leaderboards.configs["extra\\nboard\\u001b[2J"]: "extra\\nboard\\u001b[2J" is not among leaderboards.ids`), 'the key is escaped in the path and in the message')
+  t.notMatch(run.stderr, /\u001b/, 'no raw escape character reaches the terminal')
 })
 
 t.test('a file that is not JSON names the parser error', async (t) => {

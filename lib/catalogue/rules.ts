@@ -77,14 +77,14 @@ function leaderboardProblems(m: Manifest, add: (path: string, message: string) =
   if (lb.default === undefined) add('$.leaderboards.default', 'is required unless leaderboards.enabled is false')
   const idList: unknown[] = Array.isArray(lb.ids) ? lb.ids : []
   const ids = idList.map((v) => (typeof v === 'string' ? v : undefined))
-  duplicates(ids, (i, value) => add(`$.leaderboards.ids[${i}]`, `duplicate leaderboard id "${value}"`))
+  duplicates(ids, (i, value) => add(`$.leaderboards.ids[${i}]`, `duplicate leaderboard id ${JSON.stringify(value)}`))
   const idsKnown = Array.isArray(lb.ids)
   if (typeof lb.default === 'string' && idsKnown && !ids.includes(lb.default)) {
-    add('$.leaderboards.default', `"${lb.default}" is not among leaderboards.ids`)
+    add('$.leaderboards.default', `${JSON.stringify(lb.default)} is not among leaderboards.ids`)
   }
   for (const [key, config] of Object.entries(isObject(lb.configs) ? lb.configs : {})) {
     const path = jsonPath('$.leaderboards.configs', key)
-    if (idsKnown && !ids.includes(key)) add(path, `"${key}" is not among leaderboards.ids`)
+    if (idsKnown && !ids.includes(key)) add(path, `${JSON.stringify(key)} is not among leaderboards.ids`)
     if (!isObject(config)) continue
     const schedule = config.resetSchedule
     if (schedule === undefined || schedule === null) continue

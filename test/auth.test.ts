@@ -218,6 +218,18 @@ t.test('logout ends only its own session, clears the cookie, and the old cookie 
   t.equal((await second.get('/api/auth/session')).status, 200, 'the other session lives on')
 })
 
+t.test('another cookie of the same name, before or after the session cookie, does not end the session', async (t) => {
+  const c = client()
+  await signUp(t, c, 'Tossed')
+  const cookie = sessionOf(c)!
+  for (const header of [`playfield_session=garbage; playfield_session=${cookie}`, `playfield_session=${cookie}; playfield_session=garbage`, `playfield_session=; other=1; playfield_session=${cookie}`]) {
+    const res = await client().get('/api/auth/session', { cookie: header })
+    t.equal(res.status, 200, header.replace(cookie, '<session>'))
+    t.equal(((await res.json()) as { user: { username: string } }).user.username, 'Tossed')
+  }
+  await expectError(t, await client().get('/api/auth/session', { cookie: 'playfield_session=garbage; playfield_session=also-garbage' }), 401, 'NO_SESSION', 'none opens')
+})
+
 t.test('logout without a session answers 200 too; logout refuses a non-object body', async (t) => {
   const res = await client().post('/api/auth/logout')
   t.equal(res.status, 200)

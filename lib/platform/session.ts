@@ -47,8 +47,14 @@ function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
     read(ctx, now) {
       const header = ctx.req.headers.cookie
       if (!header) return null
-      const value = parseCookie(header)[COOKIE_NAME]
-      return value ? unseal(value, keys, now) : null
+      // A cookie of the same name that another site of the parent domain set (cookie tossing)
+      // comes too, often first: each is tried, and the one that opens counts.
+      for (const pair of header.split(';')) {
+        const value = parseCookie(pair)[COOKIE_NAME]
+        const state = value ? unseal(value, keys, now) : null
+        if (state) return state
+      }
+      return null
     },
     write(ctx, state, now) {
       const maxAge = Math.max(0, Math.floor((state.exp - now) / 1000))

@@ -48,7 +48,7 @@ function rssMiB(pid: number, field = 'VmRSS'): number {
 }
 
 const account = resolveShellAccount(loadBridgeConfig({ ...process.env, TERMINAL_USER: SHELL_USER }))
-const ptyOptions = { name: 'xterm-256color', cols: 80, rows: 24, cwd: account.home, env: { PATH: '/usr/bin:/bin', HOME: account.home, TERM: 'xterm-256color', LANG: 'C.UTF-8' }, ...(account.drop ? { uid: account.uid, gid: account.gid } : {}) }
+const ptyOptions = { name: 'xterm-256color', cols: 80, rows: 24, cwd: account.home, env: { PATH: '/usr/bin:/bin', HOME: account.home, TERM: 'xterm-256color', LANG: 'C.UTF-8' }, ...(process.getuid?.() === 0 ? { uid: account.uid, gid: account.gid } : {}) }
 const bridge = await startBridge({ TERMINAL_MAX_CONN: String(IDLE_CONNECTIONS + 5) })
 process.once('exit', () => bridge.child.kill('SIGKILL'))
 const bridgePid = bridge.child.pid!

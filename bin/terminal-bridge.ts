@@ -3,7 +3,7 @@ import { checkDirectories, checkShell, listenProblem } from '../lib/config-check
 import { logLine } from '../lib/http/server.js'
 import { logExactLine } from '../lib/http/log.js'
 import { loadSecret } from '../lib/secrets.js'
-import { resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
+import { dropPrivileges, resolveShellAccount, type ShellAccount } from '../lib/bridge/account.js'
 import { createBridge } from '../lib/bridge/server.js'
 
 /** SIGTERM: 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
@@ -19,6 +19,8 @@ try {
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, true)
   ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
+  // Root no longer, before any connection: all that needed root (the secret in DATA_DIR) is read.
+  dropPrivileges(account)
 } catch (err) {
   configFailed(err)
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
@@ -146,7 +147,25 @@ t.test('no descriptor of the bridge is open in the shell, not even another sessi
   c.ws.close()
 })
 
-t.test('configuration errors: a root bridge without TERMINAL_USER, or with root, exits 2', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+t.test('a root bridge becomes TERMINAL_USER before it listens, and its shells cannot look into it', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
+  const status = readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
+  t.match(status, new RegExp(`\\nUid:\\t${shellUid}\\t${shellUid}\\t${shellUid}\\t${shellUid}\\n`), 'real, effective, saved and file uid are the account\'s')
+  t.match(status, /\nCapEff:\t0+\n/, 'no capability left')
+  t.notMatch(status.split('\nGroups:')[1]!.split('\n')[0]!, /(^|\s)0(\s|$)/, 'no root group')
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  t.equal((await c.run('echo $PPID')).trim(), String(bridge.child.pid), 'the shell\'s parent is the bridge')
+  // Same account, yet the kernel keeps a process that changed its user out of reach (not dumpable).
+  t.match(await c.run('tr "\\0" "\\n" < /proc/$PPID/environ'), /Permission denied/, 'its environment (the ticket secret)')
+  t.match(await c.run('ls /proc/$PPID/fd'), /Permission denied/, 'its descriptors')
+  t.match(await c.run('head -c 1 /proc/$PPID/mem'), /Permission denied/, 'its memory')
+  t.match(await c.run('tr "\\0" "\\n" < /proc/$$/environ | grep -c "^HOME="'), /^1/, 'while its own processes stay open to it')
+  c.ws.close()
+})
+
+t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or unable to switch, exits 2', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   ensureShellUser()
   const base = { TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET }
   for (const [env, pattern] of [
@@ -164,4 +183,15 @@ t.test('configuration errors: a root bridge without TERMINAL_USER, or with root,
     t.match(failed?.message.split('before ready: ')[1], pattern)
     t.equal(failed?.message.split('before ready: ')[1]?.trim().split('\n').length, 1, 'one line, no stack')
   }
+  // Root without CAP_SETUID and CAP_SETGID (a unit whose bounding set lacks them) cannot switch.
+  const capless = await startPlatform({
+    command: ['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', process.execPath, BRIDGE_JS],
+    readyEvent: 'bridge.listening',
+    env: { ...base, TERMINAL_USER: SHELL_USER },
+  }).then(
+    () => null,
+    (err: Error) => err,
+  )
+  t.match(capless?.message, /process exited \(2\)/, 'exit code 2')
+  t.equal(capless?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: the bridge could not switch to "${SHELL_USER}" (EPERM); a root bridge needs CAP_SETUID and CAP_SETGID`)
 })

@@ -1,18 +1,13 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import { ConfigError, type BridgeConfig } from '../config.js'
 
-/** setpriv (util-linux) drops to the account with its own supplementary groups (node-pty keeps root's). */
-const SETPRIV = '/usr/bin/setpriv'
-
-/** Who the shells run as, and how to get there. */
+/** Who the shells run as: the bridge's own account, once a root bridge has dropped to it. */
 export interface ShellAccount {
   username: string
   uid: number
   gid: number
   home: string
-  /** True when the bridge runs as root and must drop to `uid`/`gid` for each shell. */
-  drop: boolean
 }
 
 /** The passwd entry of `name`, from /etc/passwd. */
@@ -31,7 +26,7 @@ function passwdEntry(name: string): { uid: number; gid: number; home: string } |
 export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = process.getuid?.() ?? -1): ShellAccount {
   if (uid !== 0) {
     const self = os.userInfo()
-    return { username: self.username, uid: self.uid, gid: self.gid, home: self.homedir, drop: false }
+    return { username: self.username, uid: self.uid, gid: self.gid, home: self.homedir }
   }
   if (config.user === null || config.user === 'root') {
     throw new ConfigError('TERMINAL_USER: must name an unprivileged account when the bridge runs as root; shells never run as root')
@@ -39,8 +34,27 @@ export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = proces
   const entry = passwdEntry(config.user)
   if (!entry) throw new ConfigError(`TERMINAL_USER: ${JSON.stringify(config.user)} is not an account in /etc/passwd; expected an existing unprivileged account`)
   if (entry.uid === 0 || entry.gid === 0) throw new ConfigError(`TERMINAL_USER: ${JSON.stringify(config.user)} has uid or gid 0; expected an unprivileged account`)
-  if (!existsSync(SETPRIV)) throw new ConfigError(`TERMINAL_USER: ${SETPRIV} (util-linux) is needed to drop privileges and is missing`)
-  return { username: config.user, ...entry, drop: true }
+  return { username: config.user, ...entry }
+}
+
+/**
+ * A root bridge becomes `account` for good, with that account's own supplementary groups, once
+ * its configuration and secrets are read and before it takes any connection: it never parses a
+ * client's bytes as root, and its shells run as itself. The change of user also makes the kernel
+ * mark the process not dumpable, so its shells, the same account, cannot read its environment
+ * (TERMINAL_TICKET_SECRET), its memory or its descriptors through /proc, nor ptrace it.
+ */
+export function dropPrivileges(account: ShellAccount): void {
+  if (process.getuid?.() !== 0) return
+  try {
+    // Node has initgroups (getgrouplist, so NSS groups too); @types/node 20 leaves it out.
+    ;(process as unknown as { initgroups(user: string, extraGroup: number): void }).initgroups(account.username, account.gid)
+    process.setgid!(account.gid)
+    process.setuid!(account.uid)
+  } catch (err) {
+    // A root without CAP_SETUID and CAP_SETGID (a unit's CapabilityBoundingSet) cannot switch.
+    throw new ConfigError(`TERMINAL_USER: the bridge could not switch to ${JSON.stringify(account.username)} (${(err as NodeJS.ErrnoException).code ?? String(err)}); a root bridge needs CAP_SETUID and CAP_SETGID`)
+  }
 }
 
 /**
@@ -51,12 +65,7 @@ export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = proces
  */
 const CLOSE_AND_EXEC = 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; exec "$0" -l'
 
-/** The program and arguments that start `shell` as a login shell of `account`. */
-export function shellCommand(account: ShellAccount, shell: string): { file: string; args: string[] } {
-  const closer = ['/bin/bash', '--noprofile', '--norc', '-c', CLOSE_AND_EXEC, shell]
-  if (!account.drop) return { file: closer[0]!, args: closer.slice(1) }
-  return {
-    file: SETPRIV,
-    args: ['--reuid', String(account.uid), '--regid', String(account.gid), '--init-groups', '--', ...closer],
-  }
+/** The program and arguments that start `shell` as a login shell (of the bridge's own account). */
+export function shellCommand(shell: string): { file: string; args: string[] } {
+  return { file: '/bin/bash', args: ['--noprofile', '--norc', '-c', CLOSE_AND_EXEC, shell] }
 }

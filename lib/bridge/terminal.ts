@@ -1,8 +1,7 @@
 import { readSync } from 'node:fs'
 import type { ReadStream } from 'node:tty'
 import { spawn, type IPty } from 'node-pty'
-import type { ShellAccount } from './account.js'
-import { shellCommand } from './account.js'
+import { shellCommand, type ShellAccount } from './account.js'
 import { OutputBatcher } from './output.js'
 import { PtyWriter } from './pty-writer.js'
 import { endSession, KILL_GRACE_MS } from './session-kill.js'
@@ -52,7 +51,7 @@ export class Terminal {
   #ending: Promise<void> | null = null
 
   constructor(account: ShellAccount, shell: string, cols: number, rows: number, events: TerminalEvents) {
-    const { file, args } = shellCommand(account, shell)
+    const { file, args } = shellCommand(shell)
     this.#events = events
     this.#batcher = new OutputBatcher((data, bytes) => this.#disposed || events.output(data, bytes))
     // The clean environment of CONTRACT §6; nothing of the bridge's own reaches the shell.

@@ -86,16 +86,23 @@ export interface UnitLaunch {
   cwd: string
   /** The unit's Environment=, with paths moved. */
   env: Record<string, string>
-  /** True when the process runs as `account` (the test runs as root and the checkout is readable to it). */
+  /** True when the process starts as the unit starts it: as `account`, or as root for a unit without User=. */
   asAccount: boolean
+}
+
+/** A unit's CapabilityBoundingSet= ("CAP_SETUID CAP_SETGID", or empty) as setpriv's --bounding-set. */
+function boundingSet(unit: Unit): string {
+  const caps = (serviceValue(unit, 'CapabilityBoundingSet') ?? '').split(/\s+/).filter(Boolean)
+  return ['-all', ...caps.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`)].join(',')
 }
 
 /**
  * Start a unit's ExecStart as far as a test can without systemd: from its WorkingDirectory, with
- * its Environment= and UMask=, no new privileges, no capabilities (as root) and, as root, as
- * `account`, unless the checkout is out of that account's reach (a clone under /root), when it
- * keeps uid 0 without capabilities. `/opt/playfield` becomes the checkout; `moved` maps other
- * absolute paths of the unit to test ones.
+ * its Environment= and UMask=, no new privileges and, as root, only the capabilities of its
+ * CapabilityBoundingSet=. A unit with User= runs as `account` (standing in for that user), unless
+ * the checkout is out of that account's reach (a clone under /root), when it keeps uid 0 without
+ * capabilities; a unit without User= starts as root. `/opt/playfield` becomes the checkout; `moved`
+ * maps other absolute paths of the unit to test ones.
  */
 export function unitLaunch(unit: Unit, account: string, moved: Record<string, string> = {}): UnitLaunch {
   const move = (value: string): string => {
@@ -104,11 +111,13 @@ export function unitLaunch(unit: Unit, account: string, moved: Record<string, st
     return out
   }
   const root = process.getuid?.() === 0
-  const asUser = root ? ['--reuid', account, '--regid', execFileSync('id', ['-g', account], { encoding: 'utf8' }).trim(), '--init-groups'] : []
+  const switches = root && serviceValue(unit, 'User') !== undefined
+  const asUser = switches ? ['--reuid', account, '--regid', execFileSync('id', ['-g', account], { encoding: 'utf8' }).trim(), '--init-groups'] : []
   const execStart = move(serviceValue(unit, 'ExecStart')!)
-  const asAccount = root && spawnSync('setpriv', [...asUser, 'test', '-x', execStart]).status === 0 &&
-    spawnSync('setpriv', [...asUser, 'test', '-r', path.join(ROOT, 'dist/bin/platform.js')]).status === 0
-  const drop = [...(asAccount ? asUser : []), ...(root ? ['--bounding-set=-all', '--inh-caps=-all'] : [])]
+  const reachable = !switches || (spawnSync('setpriv', [...asUser, 'test', '-x', execStart]).status === 0 &&
+    spawnSync('setpriv', [...asUser, 'test', '-r', path.join(ROOT, 'dist/bin/platform.js')]).status === 0)
+  const asAccount = root && reachable
+  const drop = [...(switches && reachable ? asUser : []), ...(root ? [`--bounding-set=${boundingSet(unit)}`, '--inh-caps=-all'] : [])]
   const env = Object.fromEntries(Object.entries(unitEnvironment(unit)).map(([k, v]) => [k, move(v)]))
   return {
     // NODE_OPTIONS goes: tap adds its process-info hooks to every child, and they would write

@@ -65,6 +65,17 @@ export interface StartOptions {
 }
 
 /**
+ * The bridge, run through sh with the caller's NODE_OPTIONS only. tap adds its process-info hooks
+ * to every child's NODE_OPTIONS, and they write into the checkout's .tap/ when the process exits:
+ * a root bridge is TERMINAL_USER by then, and their EACCES would end up on its stderr.
+ */
+function bridgeCommand(env: Record<string, string | undefined>, args: string[] = []): string[] {
+  env.PLAYFIELD_NODE_OPTIONS = env.NODE_OPTIONS ?? ''
+  const script = 'NODE_OPTIONS=$PLAYFIELD_NODE_OPTIONS; unset PLAYFIELD_NODE_OPTIONS; if [ -n "$NODE_OPTIONS" ]; then export NODE_OPTIONS; else unset NODE_OPTIONS; fi; exec "$@"'
+  return ['/bin/sh', '-c', script, 'sh', process.execPath, BRIDGE_JS, ...args]
+}
+
+/**
  * Start the real platform (or bridge, with `script`) as a child on an ephemeral port, and resolve
  * once it logs its ready event. The backend follows TEST_BACKEND (embedded unless set).
  */
@@ -81,7 +92,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Running
     ...options.env,
   }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
-  const [file, ...argv] = options.command ?? [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])]
+  const [file, ...argv] = options.command ?? (options.script === BRIDGE_JS ? bridgeCommand(env, options.args) : [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])])
   const child = spawn(file!, argv, {
     env: env as NodeJS.ProcessEnv,
     cwd: options.cwd ?? ROOT,

@@ -59,6 +59,7 @@ t.test('odd targets never end the bridge: `//[/` is a path (404), a target no UR
 })
 
 t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403, and nothing is spawned', async (t) => {
+  const logged = bridge.logs.length
   const now = Date.now()
   const q = (value: string): string => `?ticket=${encodeURIComponent(value)}`
   const forged = mintTicket(['another-secret-that-is-long-enough-000000'], { id: 'u-1', username: 'dev' }, now).ticket
@@ -89,6 +90,14 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   await new Promise((r) => setTimeout(r, 100))
   t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
   t.match(await health(), { connections: 0 })
+  const refused = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused')
+  t.same(refused.map((l) => l.status), [...cases.map(([, , , status]) => status), 401, 403, 401], 'each refusal is logged')
+  t.same(refused.at(-3), { event: 'terminal.refused', status: 401, reason: 'ticket already used', user: 'dev', origin: ORIGIN, time: refused.at(-3)!.time }, 'with the reason, the ticket\'s user once it is verified, and the origin')
+  t.same(refused.at(-2), { event: 'terminal.refused', status: 403, reason: 'origin not allowed', user: 'dev', origin: 'http://evil.example', time: refused.at(-2)!.time })
+  t.match(refused[0], { status: 404, reason: 'not found', origin: ORIGIN })
+  t.notOk('user' in refused[0]!, 'no user before a ticket is verified')
+  t.equal(refused.find((l) => l.reason === 'origin not allowed' && l.origin === null)?.status, 403, 'a missing origin is null')
+  t.notMatch(JSON.stringify(bridge.logs), new RegExp(good.split('.')[1]!.slice(0, 20)), 'no ticket in the log')
 })
 
 t.test('a ticket minted before the bridge started is refused: single use holds across a restart', async (t) => {

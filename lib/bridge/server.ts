@@ -73,18 +73,24 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
+    // Every refusal is logged, for an operator to see forged tickets and foreign origins; never the ticket.
+    const deny = (status: number, reason: string, user?: string): void => {
+      const origin = req.headers.origin === undefined ? null : req.headers.origin.slice(0, 200)
+      log({ event: 'terminal.refused', status, reason, ...(user === undefined ? {} : { user }), origin })
+      refuse(socket, status, reason)
+    }
     const url = parseTarget(req.url ?? '/')
-    if (!url) return refuse(socket, 400, 'the request target is not a valid URL')
-    if (url.pathname !== '/ws') return refuse(socket, 404, 'not found')
+    if (!url) return deny(400, 'the request target is not a valid URL')
+    if (url.pathname !== '/ws') return deny(404, 'not found')
     const now = Date.now()
     const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)
-    if (!claims) return refuse(socket, 401, 'missing, invalid or expired ticket')
+    if (!claims) return deny(401, 'missing, invalid or expired ticket')
     // Spent tickets are remembered in memory only: one minted before this process started may have
     // been used by the one before it (a restart within the ticket's minute), so it is refused.
-    if (claims.expiresAt - TICKET_TTL_MS < started) return refuse(socket, 401, 'ticket issued before the bridge started')
+    if (claims.expiresAt - TICKET_TTL_MS < started) return deny(401, 'ticket issued before the bridge started', claims.username)
     // Spent by its first use, whatever follows (CONTRACT §6).
-    if (!spent.spend(claims, now)) return refuse(socket, 401, 'ticket already used')
-    if (!origins.has(req.headers.origin ?? '')) return refuse(socket, 403, 'origin not allowed')
+    if (!spent.spend(claims, now)) return deny(401, 'ticket already used', claims.username)
+    if (!origins.has(req.headers.origin ?? '')) return deny(403, 'origin not allowed', claims.username)
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (connections.size >= config.maxConn) {
         // Refused, but a connection all the same: it gets its session line, without a PTY.

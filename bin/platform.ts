@@ -11,6 +11,11 @@ import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 /** SIGTERM: finish in-flight requests, then exit; never later than this. */
 const SHUTDOWN_GRACE_MS = 9_000
 
+// What the platform creates (DATA_DIR, the database and its WAL, generated secrets) is its own
+// account's alone, as under its unit (UMask=0077): when `npm start` runs as root, the developer
+// shells' account must not read password hashes and sessions from ./data.
+process.umask(0o077)
+
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   checkDirectories(config)
   checkManifestsDir(config.manifestsDir)

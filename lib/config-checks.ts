@@ -34,10 +34,11 @@ function checkWritable(dataDir: string): void {
 }
 
 /**
- * Create `dir` and its missing parents one level at a time. (mkdirSync's own recursive mode
- * loops without end under a parent that refuses new entries, such as /proc.)
+ * Create `dir` (0700: the database and secrets are this account's alone) and its missing parents
+ * (0755) one level at a time. (mkdirSync's own recursive mode loops without end under a parent
+ * that refuses new entries, such as /proc.)
  */
-function ensureDirectory(name: string, dir: string, value = dir): void {
+function ensureDirectory(name: string, dir: string, value = dir, mode = 0o700): void {
   const problem = (what: string): ConfigError => new ConfigError(`${name}: ${JSON.stringify(value)} ${what}; expected a directory path`)
   try {
     if (statSync(dir).isDirectory()) return
@@ -48,9 +49,9 @@ function ensureDirectory(name: string, dir: string, value = dir): void {
     if (code !== 'ENOENT') throw problem(`cannot be used (${code})`)
   }
   const parent = path.dirname(dir)
-  if (parent !== dir) ensureDirectory(name, parent, value)
+  if (parent !== dir) ensureDirectory(name, parent, value, 0o755)
   try {
-    mkdirSync(dir, { mode: 0o755 })
+    mkdirSync(dir, { mode })
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code !== 'EEXIST') throw problem(`cannot be created (${code})`)

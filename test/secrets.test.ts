@@ -21,6 +21,19 @@ t.test('a generated secret: 43 characters, mode 0600, reused, no draft left behi
   t.same(loadSecret(dir, 'example', 'a'.repeat(32) + ',' + 'b'.repeat(32)), ['a'.repeat(32), 'b'.repeat(32)], 'the environment wins')
 })
 
+t.test('what the platform creates in a new DATA_DIR is its account\'s alone: the directory 0700, every file without group or other bits', async (t) => {
+  const parent = path.join(tempDir(), 'fresh')
+  const dataDir = path.join(parent, 'data')
+  const platform = await startPlatform({ dataDir, env: { SESSION_SECRET: undefined } })
+  t.teardown(() => platform.stop())
+  t.equal((await fetch(`${platform.url}/api/auth/guest`, { method: 'POST' })).status, 200, 'a sign-in writes the database')
+  t.equal(statSync(dataDir).mode & 0o777, 0o700, 'DATA_DIR itself 0700')
+  const entries = readdirSync(dataDir, { recursive: true }) as string[]
+  t.ok(entries.includes('playfield.sqlite') || platform.logs.some((l) => l.event === 'platform.listening' && l.backend !== 'embedded'), 'the embedded database is there')
+  t.ok(entries.some((e) => e.startsWith('secrets')), 'and the generated secrets')
+  for (const entry of entries) t.equal(statSync(path.join(dataDir, entry)).mode & 0o077, 0, `${entry} is private`)
+})
+
 t.test('processes starting together all get the same whole secret', async (t) => {
   for (let round = 0; round < 5; round++) {
     const dir = tempDir()

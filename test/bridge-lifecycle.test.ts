@@ -1,16 +1,8 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
-import { alive, connect, startBridge, type TermClient } from './helpers/terminal.js'
+import { alive, connect, startBridge, until, type TermClient } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
-async function until(test: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(50)
-  }
-}
 
 async function shell(port: number): Promise<TermClient> {
   const c = await connect(port)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { alive, connect, startBridge } from './helpers/terminal.js'
+import { alive, connect, startBridge, until } from './helpers/terminal.js'
 
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
 t.teardown(() => bridge.stop())
@@ -130,7 +130,7 @@ t.test('a text frame that is not UTF-8 closes the connection with 1007 (RFC 6455
   c.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false })
   t.equal((await c.whenClosed()).code, 1007)
   t.same(c.frames.map((f) => f.type), ['created'], 'no frame answers it')
-  await c.until(() => !alive(pid), 5_000, 'the shell to end')
+  await until(() => !alive(pid), 5_000, 'the shell to end')
 })
 
 t.test('a shell that does not read its input: past 1 MiB waiting, input is refused, and kill and close still work', async (t) => {

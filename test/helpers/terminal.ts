@@ -142,6 +142,15 @@ export function upgradeStatus(port: number, path: string, origin: string | undef
   })
 }
 
+/** Poll `test` every 50 ms until it holds (a TermClient's own `until` looks only when a frame comes). */
+export async function until(test: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
 /** Whether a process runs: it is in /proc and not a zombie (signal 0 would count a zombie). */
 export function alive(pid: number): boolean {
   try {

@@ -50,6 +50,7 @@ function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
       // A cookie of the same name that another site of the parent domain set (cookie tossing)
       // comes too, often first: each is tried, and the one that opens counts.
       for (const pair of header.split(';')) {
+        if (!pair.trimStart().startsWith(`${COOKIE_NAME}=`)) continue
         const value = parseCookie(pair)[COOKIE_NAME]
         const state = value ? unseal(value, keys, now) : null
         if (state) return state

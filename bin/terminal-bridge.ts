@@ -19,8 +19,6 @@ try {
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, true)
   ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
-  // Root no longer, before any connection: all that needed root (the secret in DATA_DIR) is read.
-  dropPrivileges(account)
 } catch (err) {
   configFailed(err)
 }
@@ -38,6 +36,14 @@ const listenFailed = (err: NodeJS.ErrnoException): void => configFailed(listenPr
 bridge.server.once('error', listenFailed)
 bridge.server.listen(config.port, config.host, () => {
   bridge.server.off('error', listenFailed)
+  // Root no longer, before the first connection is accepted (this callback runs before any I/O
+  // callback): all that needed root, the secret in DATA_DIR and the listening socket, is done, and
+  // a port in use is still reported by a process that can write where it started.
+  try {
+    dropPrivileges(account)
+  } catch (err) {
+    configFailed(err)
+  }
   const address = bridge.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })

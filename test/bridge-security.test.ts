@@ -156,7 +156,7 @@ t.test('no descriptor of the bridge is open in the shell, not even another sessi
   c.ws.close()
 })
 
-t.test('a root bridge becomes TERMINAL_USER before it listens, and its shells cannot look into it', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+t.test('a root bridge becomes TERMINAL_USER before it accepts a connection, and its shells cannot look into it', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
   const status = readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
   t.match(status, new RegExp(`\\nUid:\\t${shellUid}\\t${shellUid}\\t${shellUid}\\t${shellUid}\\n`), 'real, effective, saved and file uid are the account\'s')

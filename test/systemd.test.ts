@@ -93,7 +93,7 @@ t.test('playfield.service: system account, writable DATA_DIR only, reload by SIG
 })
 
 t.test('playfield-terminal.service: starts as root to become the shell account, ends its shells itself', async (t) => {
-  t.equal(serviceValue(terminalUnit, 'User'), undefined, 'root, which the bridge gives up before it listens')
+  t.equal(serviceValue(terminalUnit, 'User'), undefined, 'root, which the bridge gives up before it accepts a connection')
   t.equal(unitEnvironment(terminalUnit).TERMINAL_USER, 'playfield-shell', 'the account the bridge and its shells run as')
   t.equal(unitEnvironment(terminalUnit).SHELL, '/bin/bash', 'not the account\'s nologin')
   t.equal(serviceValue(terminalUnit, 'KillMode'), 'mixed')
@@ -106,7 +106,7 @@ t.test('playfield-terminal.service: starts as root to become the shell account, 
 t.test('systemd-analyze security: exposure of each unit', async (t) => {
   const dir = tempDir('playfield-units-')
   // The terminal unit scores 0.7 for starting as root with CAP_SETUID/CAP_SETGID, which the bridge
-  // gives up before it listens; the offline analysis sees only the unit.
+  // gives up before it accepts a connection; the offline analysis sees only the unit.
   const limits: Record<string, number> = { 'playfield.service': 1.5, 'playfield-terminal.service': 2.5 }
   for (const name of UNITS) {
     const file = path.join(dir, name)

@@ -39,7 +39,7 @@ export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = proces
 
 /**
  * A root bridge becomes `account` for good, with that account's own supplementary groups, once
- * its configuration and secrets are read and before it takes any connection: it never parses a
+ * its configuration and secrets are read and before it accepts a connection: it never parses a
  * client's bytes as root, and its shells run as itself. The change of user also makes the kernel
  * mark the process not dumpable, so its shells, the same account, cannot read its environment
  * (TERMINAL_TICKET_SECRET), its memory or its descriptors through /proc, nor ptrace it.

@@ -284,6 +284,31 @@ t.test('requests the HTTP parser refuses still get the contract error body, a re
   t.equal(after.status, 200, 'the server goes on serving')
 })
 
+t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
+  const noHost = await rawExchange('GET /api/thing HTTP/1.1\r\nConnection: close\r\n\r\n')
+  const [head, text] = noHost.split('\r\n\r\n')
+  t.match(head, /^HTTP\/1\.1 400 /)
+  t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
+  t.match(head, /\r\nvary: Origin\r\n/i)
+  t.match(/\r\nx-request-id: ([0-9a-f-]+)/i.exec(head!)?.[1], UUID, 'a request id')
+  t.strictSame(JSON.parse(text!), { error: 'the Host header is missing', code: 'BAD_REQUEST' })
+  const http10 = await rawExchange('GET /api/thing HTTP/1.0\r\n\r\n')
+  t.match(http10, /^HTTP\/1\.1 200 /, 'HTTP/1.0 may leave Host out')
+  const expect = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nConnection: close\r\nExpect: something-else\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"name":"kit"}')
+  t.match(expect, /^HTTP\/1\.1 200 /, 'not Node\'s bare 417')
+  t.match(expect, /\{"success":true,"got":\{"name":"kit"\}\}$/)
+  const refused = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nConnection: close\r\nExpect: x\r\nOrigin: https://evil.example\r\nContent-Length: 0\r\n\r\n')
+  t.match(refused, /^HTTP\/1\.1 403 [^]*\{"error":"origin not allowed","code":"FORBIDDEN_ORIGIN"\}$/, 'and checked as usual')
+})
+
+t.test('a content-encoded JSON body is 415 and is not read as JSON', async (t) => {
+  const { gzipSync } = await import('node:zlib')
+  const gz = await post('/api/things', gzipSync('{"name":"kit"}'), { 'content-encoding': 'gzip' })
+  t.strictSame([gz.status, body(gz)], [415, { error: 'a JSON body must not be content-encoded (no Content-Encoding)', code: 'UNSUPPORTED_MEDIA_TYPE' }])
+  const identity = await post('/api/things', '{"name":"kit"}', { 'content-encoding': 'identity' })
+  t.equal(identity.status, 200, 'identity is no coding')
+})
+
 t.test('a client that sends its headers too slowly gets 408 REQUEST_TIMEOUT after 10 s, not at the next 30 s check', async (t) => {
   const started = Date.now()
   const answer = await rawExchange('GET /api/thing HTTP/1.1\r\nHost: a\r\n')

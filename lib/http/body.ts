@@ -61,11 +61,14 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
- * Why the request's Content-Type is not JSON in UTF-8, or null when it is: `application/json`,
+ * Why the request's body is not JSON in UTF-8, or null when it is: not content-encoded, and `application/json`,
  * with no charset or charset=utf-8 (JSON text is UTF-8, RFC 8259 §8.1; a Latin-1 body would be
  * read wrongly). Empty parameters, as in `application/json;`, are allowed (RFC 9110 §5.6.6).
  */
 function jsonTypeProblem(req: IncomingMessage): string | null {
+  // A compressed body (Content-Encoding: gzip) is media in a coding not accepted (RFC 9110 §8.4.1).
+  const coding = req.headers['content-encoding']?.trim().toLowerCase()
+  if (coding !== undefined && coding !== '' && coding !== 'identity') return 'a JSON body must not be content-encoded (no Content-Encoding)'
   const header = req.headers['content-type']
   let parsed: contentType.ParsedMediaType | null = null
   try {

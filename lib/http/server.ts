@@ -35,9 +35,14 @@ export function createServer(options: ServerOptions): http.Server {
   const origins = new Set(options.origins)
   // Node enforces the two timeouts below only when it checks its connections, every 30 s by
   // default: a slow client would get up to 40 s instead of 10. Checking each second keeps them.
-  const server = http.createServer({ ServerResponse: PlatformResponse, connectionsCheckingInterval: CHECK_INTERVAL_MS }, (req, res) => {
-    handle(req, res, options, origins)
-  }) as unknown as http.Server
+  // Node's own answers to a request without Host (400) and to an Expect other than 100-continue
+  // (417) have no JSON body, request id or Vary: the first is answered in handle, the second is
+  // served as if the expectation were not there (RFC 9110 §10.1.1 allows either).
+  const server = http.createServer(
+    { ServerResponse: PlatformResponse, connectionsCheckingInterval: CHECK_INTERVAL_MS, requireHostHeader: false },
+    (req, res) => handle(req, res, options, origins),
+  ) as unknown as http.Server
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => handle(req, res, options, origins))
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
@@ -189,6 +194,8 @@ function handle(
   res.on('close', resOnClose)
   try {
     if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); HTTP/1.0 may leave it out.
+    if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is missing')
     // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.
     const origin = req.headers.origin
     const allowed = origin !== undefined && origins.has(origin)

@@ -87,15 +87,25 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   const spentByForeignOrigin = ticket()
   t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByForeignOrigin), 'http://evil.example'), 403)
   t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByForeignOrigin), ORIGIN), 401, 'a ticket is spent by its first use, whatever follows')
+  const spentByPath = ticket()
+  t.equal(await upgradeStatus(bridge.port, '/shell' + q(spentByPath), ORIGIN), 404)
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByPath), ORIGIN), 401, 'a wrong path spends it too')
+  // Sent raw: a WebSocket client would resolve the dot segments itself.
+  for (const target of ['/./ws', '/x/../ws']) {
+    const upgrade = await rawExchange(bridge.port, `GET ${target}${q(ticket())} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
+    t.match(upgrade, /^HTTP\/1\.1 404 /, `${target}: only /ws as written, not a path URL parsing makes /ws`)
+  }
   await new Promise((r) => setTimeout(r, 100))
   t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
   t.match(await health(), { connections: 0 })
   const refused = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused')
-  t.same(refused.map((l) => l.status), [...cases.map(([, , , status]) => status), 401, 403, 401], 'each refusal is logged')
-  t.same(refused.at(-3), { event: 'terminal.refused', status: 401, reason: 'ticket already used', user: 'dev', origin: ORIGIN, time: refused.at(-3)!.time }, 'with the reason, the ticket\'s user once it is verified, and the origin')
-  t.same(refused.at(-2), { event: 'terminal.refused', status: 403, reason: 'origin not allowed', user: 'dev', origin: 'http://evil.example', time: refused.at(-2)!.time })
-  t.match(refused[0], { status: 404, reason: 'not found', origin: ORIGIN })
-  t.notOk('user' in refused[0]!, 'no user before a ticket is verified')
+  t.same(refused.map((l) => l.status), [...cases.map(([, , , status]) => status), 401, 403, 401, 404, 401, 404, 404], 'each refusal is logged')
+  t.same(refused.at(-7), { event: 'terminal.refused', status: 401, reason: 'ticket already used', user: 'dev', origin: ORIGIN, time: refused.at(-7)!.time }, 'with the reason, the ticket\'s user once it is verified, and the origin')
+  t.same(refused.at(-6), { event: 'terminal.refused', status: 403, reason: 'origin not allowed', user: 'dev', origin: 'http://evil.example', time: refused.at(-6)!.time })
+  t.same(refused[0], { event: 'terminal.refused', status: 404, reason: 'not found', user: 'dev', origin: ORIGIN, time: refused[0]!.time })
+  const unverified = refused.filter((l) => l.reason === 'missing, invalid or expired ticket')
+  t.equal(unverified.length, 7)
+  t.ok(unverified.every((l) => !('user' in l)), 'no user without a verified ticket')
   t.equal(refused.find((l) => l.reason === 'origin not allowed' && l.origin === null)?.status, 403, 'a missing origin is null')
   t.notMatch(JSON.stringify(bridge.logs), new RegExp(good.split('.')[1]!.slice(0, 20)), 'no ticket in the log')
 })
@@ -132,6 +142,22 @@ t.test('the shell runs as the unprivileged account, in its home, with the clean 
   t.notMatch(await c.run('env'), /canary-secret-value|test-ticket-secret/, 'no bridge value anywhere in the environment')
   t.equal((await c.run('echo "$TERM $LANG"')).trim(), 'xterm-256color C.UTF-8')
   c.ws.close()
+})
+
+t.test('the login shell is started with exactly the clean environment, whichever SHELL', async (t) => {
+  // What the shell was given, before it set anything itself: its /proc environ.
+  const given = 'tr "\\0" "\\n" < /proc/$$/environ | cut -d= -f1 | sort | tr "\\n" " "'
+  for (const shell of ['/bin/bash', '/bin/sh']) {
+    const own = shell === '/bin/bash' ? bridge : await startBridge({ SHELL: shell })
+    const c = await connect(own.port)
+    c.send({ type: 'create' })
+    await c.frame('created')
+    t.equal(await c.run(given), 'HOME LANG LOGNAME PATH SHELL TERM USER ', `${shell}: no PWD or SHLVL from the bridge's wrapper`)
+    t.equal((await c.run('echo "$SHELL"')).trim(), shell)
+    c.ws.close()
+    await c.whenClosed()
+    if (own !== bridge) await own.stop()
+  }
 })
 
 t.test('no descriptor of the bridge is open in the shell, not even another session\'s PTY master', async (t) => {

@@ -214,6 +214,17 @@ t.test('the Origin check holds through the proxy: a foreign Origin is refused wi
   t.equal(JSON.parse(foreignTicket.body).code, 'FORBIDDEN_ORIGIN')
 })
 
+t.test('a frame over 1 MiB is closed with 1009 through the proxy, not reset', async (t) => {
+  const cookie = await signIn()
+  for (let i = 0; i < 3; i++) {
+    const term = await openTerminal(await getTicket(cookie))
+    term.send({ type: 'create' })
+    await term.frame('created')
+    term.send({ type: 'input', data: 'x'.repeat(1024 * 1024 + 1) })
+    t.equal((await term.whenClosed()).code, 1009, `try ${i + 1}`)
+  }
+})
+
 t.test('a session open when the bridge stops is closed with 1001 through the proxy', async (t) => {
   const term = await openTerminal(await getTicket(await signIn()))
   term.send({ type: 'create' })

@@ -147,6 +147,29 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 404, 'no upgrade outside /terminal-ws/')
 })
 
+t.test('through the platform too, a frame over 1 MiB closes with 1009 and bad UTF-8 with 1007', async (t) => {
+  const dev = await register('terminal_proxy_close')
+  users(product.dataDir, 'grant', 'terminal_proxy_close', 'developer')
+  const open = async (): Promise<TermClient> => {
+    const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+    const c = new TermClient(new WebSocket(`ws://127.0.0.1:${product.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN }))
+    await c.opened
+    c.send({ type: 'create' })
+    await c.frame('created')
+    return c
+  }
+  // The bridge stops reading at the frame's header while the client is still sending it: the
+  // close frame must reach the client all the same, not a reset (1006). Several times, as it was a race.
+  for (let i = 0; i < 5; i++) {
+    const c = await open()
+    c.send({ type: 'input', data: 'x'.repeat(1024 * 1024 + 1) })
+    t.equal((await c.whenClosed()).code, 1009, `over 1 MiB, try ${i + 1}`)
+  }
+  const c = await open()
+  c.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false })
+  t.equal((await c.whenClosed()).code, 1007, 'not UTF-8')
+})
+
 t.test('the page\'s assets come from the installed packages', async (t) => {
   const files: Record<string, [string, RegExp]> = {
     'xterm.js': ['node_modules/@xterm/xterm/lib/xterm.js', /^text\/javascript/],

@@ -61,9 +61,10 @@ export function dropPrivileges(account: ShellAccount): void {
  * Close every descriptor above 2, then exec the login shell. node-pty's forkpty child inherits
  * every descriptor of the bridge that is not close-on-exec, and the PTY masters of the other
  * sessions never are (openpty sets no O_CLOEXEC): without this one shell could read another's.
- * bash, because dash cannot name descriptors above 9.
+ * bash, because dash cannot name descriptors above 9. The wrapper's own PWD (node-pty sets it) and
+ * SHLVL (bash's exec sets it to 0) are left out: the login shell sets what it wants itself.
  */
-const CLOSE_AND_EXEC = 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; exec "$0" -l'
+const CLOSE_AND_EXEC = 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; unset PWD OLDPWD; exec /usr/bin/env -u SHLVL "$0" -l'
 
 /** The program and arguments that start `shell` as a login shell (of the bridge's own account). */
 export function shellCommand(shell: string): { file: string; args: string[] } {

@@ -111,7 +111,6 @@ export function serveConnection(
     if ('error' in parsed) return send({ type: 'error', message: parsed.error })
     handle(parsed.frame)
   })
-  ws.on('error', () => ws.terminate())
 
   return new Promise((resolve) => {
     ws.once('close', () => {

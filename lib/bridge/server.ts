@@ -14,7 +14,7 @@ const MAX_PAYLOAD = 1024 * 1024
 const CLOSE_TRY_AGAIN = 1013
 /** RFC 6455 1001 "Going Away": the bridge is shutting down. */
 const CLOSE_GOING_AWAY = 1001
-/** After SIGTERM a client gets this long to answer the close handshake before its socket is cut. */
+/** A client gets this long to answer a close (at SIGTERM, after a protocol error) before its socket is cut. */
 const CLOSE_HANDSHAKE_MS = 1_000
 
 /** The running bridge: its HTTP server, and a shutdown that ends every connection and shell. */
@@ -51,7 +51,9 @@ function refuse(socket: Duplex, status: number, message: string): void {
 
 /** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
 export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
-  const started = Date.now()
+  // The process's start, not this call's: `npm start` starts the platform beside the bridge, and a
+  // ticket it mints while the bridge is still loading must not count as minted before the start.
+  const started = Math.floor(performance.timeOrigin)
   const registry = new Registry(account, config.shell)
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
@@ -79,19 +81,30 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       log({ event: 'terminal.refused', status, reason, ...(user === undefined ? {} : { user }), origin })
       refuse(socket, status, reason)
     }
-    const url = parseTarget(req.url ?? '/')
+    const target = req.url ?? '/'
+    const url = parseTarget(target)
     if (!url) return deny(400, 'the request target is not a valid URL')
-    if (url.pathname !== '/ws') return deny(404, 'not found')
     const now = Date.now()
     const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)
+    // Spent by its first use, whatever follows (CONTRACT §6), a wrong path included.
+    const fresh = claims !== null && spent.spend(claims, now)
+    // Only `/ws` as written: not a path that URL parsing would make it (`/./ws`, `/x/../ws`).
+    if (target.split('?', 1)[0] !== '/ws') return deny(404, 'not found', claims?.username)
     if (!claims) return deny(401, 'missing, invalid or expired ticket')
     // Spent tickets are remembered in memory only: one minted before this process started may have
     // been used by the one before it (a restart within the ticket's minute), so it is refused.
     if (claims.expiresAt - TICKET_TTL_MS < started) return deny(401, 'ticket issued before the bridge started', claims.username)
-    // Spent by its first use, whatever follows (CONTRACT §6).
-    if (!spent.spend(claims, now)) return deny(401, 'ticket already used', claims.username)
+    if (!fresh) return deny(401, 'ticket already used', claims.username)
     if (!origins.has(req.headers.origin ?? '')) return deny(403, 'origin not allowed', claims.username)
     wss.handleUpgrade(req, socket, head, (ws) => {
+      // A protocol error (a frame over 1 MiB, text that is not UTF-8): ws has written its close frame
+      // and discards what the client still sends. End the socket after that frame rather than
+      // destroy it: a reset while the client is still sending can reach it (or the proxy in
+      // between) before the close frame does, and the client sees 1006 instead of 1009.
+      ws.on('error', () => {
+        socket.end()
+        setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+      })
       if (connections.size >= config.maxConn) {
         // Refused, but a connection all the same: it gets its session line, without a PTY.
         const startedAt = new Date().toISOString()

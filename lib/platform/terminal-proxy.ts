@@ -8,6 +8,8 @@ import type { PlatformConfig } from '../config.js'
 const PREFIX = '/terminal-ws/'
 /** A bridge that does not answer the connect within this long counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000
+/** After one side has closed, the other gets this long to close its end before it is cut. */
+const CLOSE_GRACE_MS = 5_000
 
 function refuse(socket: Duplex, status: number): void {
   const message = status === 502 ? 'terminal bridge unavailable' : STATUS_CODES[status] ?? ''
@@ -29,7 +31,8 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
     const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
     upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
     let connected = false
-    upstream.once('error', () => (connected ? socket.destroy() : refuse(socket, 502)))
+    // Once connected, an error closes upstream, and the close below ends the client's side.
+    upstream.on('error', () => connected || refuse(socket, 502))
     upstream.once('connect', () => {
       connected = true
       upstream.setTimeout(0)
@@ -44,8 +47,23 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
       if (head.length > 0) upstream.write(head)
       upstream.pipe(socket as net.Socket)
       socket.pipe(upstream)
-      upstream.on('close', () => socket.destroy())
-      socket.on('close', () => upstream.destroy())
+      endAfterClose(upstream, socket)
+      endAfterClose(socket, upstream)
     })
+  })
+}
+
+/**
+ * When one side has closed, even by a reset, end the other after what is still queued for it
+ * and drain what it sends until it closes too. Destroying it at once can reset a client that is
+ * still sending, before it has read the bridge's close frame: a frame over 1 MiB got 1006, not 1009.
+ */
+function endAfterClose(closed: Duplex, other: Duplex): void {
+  // After pipe()'s own close listener, which unpipes `other` from `closed`.
+  closed.once('close', () => {
+    other.end()
+    other.resume()
+    const cut = setTimeout(() => other.destroy(), CLOSE_GRACE_MS).unref()
+    other.once('close', () => clearTimeout(cut))
   })
 }

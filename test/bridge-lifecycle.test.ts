@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
-import { alive, connect, startBridge, until, type TermClient } from './helpers/terminal.js'
+import { WebSocket } from 'ws'
+import { alive, connect, ORIGIN, startBridge, ticket, until, type TermClient } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -32,6 +33,25 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
   t.match(await c.run('echo ok-$((1+1))'), /^ok-2/, 'accepted after one closed')
   b.ws.close()
   c.ws.close()
+})
+
+t.test('a refused connection that sends a bad frame at once does not end the bridge or the sessions in it', async (t) => {
+  // The 1013 connection had no error listener: ws's error for a text frame that is not UTF-8 (or
+  // one over 1 MiB), arriving before the client saw the close, was thrown and ended the bridge.
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '1' })
+  t.teardown(() => bridge.stop())
+  const a = await shell(bridge.port)
+  for (const bad of [Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), Buffer.alloc(1024 * 1024 + 1, 0x20)]) {
+    const refused = new WebSocket(`ws://127.0.0.1:${bridge.port}/ws?ticket=${encodeURIComponent(ticket())}`, { origin: ORIGIN })
+    refused.once('open', () => refused.send(bad, { binary: false }))
+    refused.on('error', () => undefined)
+    const code = await new Promise((r) => refused.once('close', r))
+    t.ok(code === 1013 || code === 1007 || code === 1009, `closed with ${String(code)}`)
+  }
+  await sleep(200)
+  t.equal(bridge.child.exitCode, null, 'the bridge runs')
+  t.match(await a.run('echo still-$((2+2))'), /^still-4/, 'and the session already in it goes on')
+  a.ws.close()
 })
 
 t.test('closing the socket ends the shell, a background job and a nohup job, and logs the session', async (t) => {

@@ -7,6 +7,7 @@ import type { Backend } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { signToken } from './fake-nakama/jwt.js'
+import { SYSTEM_USER } from './fake-nakama/state.js'
 
 // The Nakama backend called in-process against a fake Nakama, or the real one named by NAKAMA_URL,
 // NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY. Names are random so a real server can be reused.
@@ -149,7 +150,7 @@ t.test('buckets, roles, accounts', async (t) => {
   await rejects(t, b.grantRole(name('DEV'), 'developer'), 404, 'USER_NOT_FOUND')
   t.equal(await b.getAccount('00000000-0000-4000-8000-000000000001'), null)
   await b.recordLaunch({ sessionId: `launch-${tag}`, gameId: 'g', userId: s.userId, time: now })
-  if (fake) t.same(JSON.parse(fake.state.read('playfield_launches', `launch-${tag}`, s.userId)!.value), { gameId: 'g', time: now })
+  if (fake) t.same(JSON.parse(fake.state.read('playfield_launches', `launch-${tag}`, SYSTEM_USER)!.value), { userId: s.userId, gameId: 'g', time: now })
 })
 
 t.test('leaderboards: sync, authoritative writes, pages for anonymous readers and owners', async (t) => {
@@ -189,7 +190,7 @@ t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it 
   await fake!.start()
   t.equal((await b.getAccount(s.userId))!.username, name('down'), 'recovered; the rename did not happen')
   t.equal(fake!.state.byUsername(name('down2')), undefined)
-  t.equal(fake!.state.read('playfield_buckets', 'rename', s.userId), undefined, 'no bucket spent')
+  t.equal(fake!.state.read('playfield_rename_buckets', s.userId, SYSTEM_USER), undefined, 'no bucket spent')
 })
 
 t.test('a request cut mid-way is 503 and leaves nothing behind; reads are retried once, writes never', onFake, async (t) => {
@@ -199,7 +200,7 @@ t.test('a request cut mid-way is 503 and leaves nothing behind; reads are retrie
   await rejects(t, b.renameUser(s.userId, name('cut2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
   fake!.intercept = null
   t.equal(fake!.state.users.get(s.userId)!.username, name('cut'))
-  t.equal(fake!.state.read('playfield_buckets', 'rename', s.userId), undefined)
+  t.equal(fake!.state.read('playfield_rename_buckets', s.userId, SYSTEM_USER), undefined)
 
   let failures = 1
   fake!.intercept = () => (failures-- > 0 ? 'fail' : undefined)

@@ -5,7 +5,7 @@ import { resetTimes } from '../lib/catalogue/schedule.js'
 import { take, RENAME_RULE, type Bucket, type Rule } from '../lib/limiter.js'
 import { startFakeNakama, type FakeNakama } from './fake-nakama/server.js'
 import { loadRuntime, MODULE_PATH } from './fake-nakama/runtime.js'
-import { FakeState } from './fake-nakama/state.js'
+import { FakeState, SYSTEM_USER } from './fake-nakama/state.js'
 
 // The runtime module (nakama/modules/playfield.js) run by the fake Nakama, called over HTTP as the
 // platform calls it: POST /v2/rpc/<id>?unwrap with the runtime HTTP key.
@@ -99,7 +99,7 @@ t.test('storage writes with a stale version are rejected', async (t) => {
   const fake = await startFakeNakama()
   t.teardown(() => fake.close())
   const nk = fake.runtime.nk
-  const user = '00000000-0000-0000-0000-000000000000'
+  const user = SYSTEM_USER
   const [first] = nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 1 }, version: '*' }])
   t.throws(() => nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 2 }, version: '*' }]), /version check failed/, "'*' fails when the object exists")
   nk.storageWrite([{ collection: 'c', key: 'k', userId: user, value: { n: 2 }, version: first!.version }])
@@ -124,16 +124,16 @@ t.test('rename: three per hour, taken names spend nothing, a lost version race i
   let raced = false
   nk.storageRead = (reads) => {
     const found = read(reads)
-    if (!raced && reads[0]!.collection === 'playfield_buckets') {
+    if (!raced && reads[0]!.collection === 'playfield_rename_buckets') {
       raced = true
-      nk.storageWrite([{ collection: 'playfield_buckets', key: 'rename', userId: alice.uid, value: { tokens: 1, updatedAt: now }, version: found[0]?.version ?? '*' }])
+      nk.storageWrite([{ collection: 'playfield_rename_buckets', key: alice.uid, value: { tokens: 1, updatedAt: now }, version: found[0]?.version ?? '*' }])
     }
     return found
   }
   t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'alice2', rule, now }), { account: { id: alice.uid, username: 'alice2', roles: [] } })
   nk.storageRead = read
   t.ok(raced)
-  t.same(fake.state.read('playfield_buckets', 'rename', alice.uid)!.value, JSON.stringify({ tokens: 0, updatedAt: now }), 'the retry took from the raced bucket')
+  t.same(fake.state.read('playfield_rename_buckets', alice.uid, SYSTEM_USER)!.value, JSON.stringify({ tokens: 0, updatedAt: now }), 'the retry took from the raced bucket')
   const limited = await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'alice3', rule, now: now + 1000 })
   t.same(limited, { error: 'RATE_LIMITED', waitMs: Math.ceil((1 - 1000 * 3 / 3_600_000) * 3_600_000 / 3) })
   t.equal(fake.state.users.get(alice.uid)!.username, 'alice2', 'a refused rename changes nothing')
@@ -148,7 +148,7 @@ t.test('a rename refused by Nakama gives its token back', async (t) => {
   fake.runtime.nk.accountUpdateId = () => { throw new Error('Username is already in use.') }
   t.same(await rpc(fake, 'playfield_rename', { userId: alice.uid, username: 'racer', rule: RENAME_RULE, now }), { error: 'USERNAME_TAKEN' })
   fake.runtime.nk.accountUpdateId = update
-  t.same(fake.state.read('playfield_buckets', 'rename', alice.uid)!.value, JSON.stringify({ tokens: 3, updatedAt: now }))
+  t.same(fake.state.read('playfield_rename_buckets', alice.uid, SYSTEM_USER)!.value, JSON.stringify({ tokens: 3, updatedAt: now }))
 })
 
 t.test('roles: grant, revoke, list by exact username', async (t) => {
@@ -165,6 +165,65 @@ t.test('roles: grant, revoke, list by exact username', async (t) => {
   t.same(await rpc(fake, 'playfield_list_privileged', {}), { accounts: [{ id: alice.uid, username: 'alice', roles: ['admin', 'developer'] }] })
   t.same(await rpc(fake, 'playfield_get_account', { userId: '00000000-0000-4000-8000-000000000000' }), { account: null })
   t.same(await rpc(fake, 'playfield_get_account', { userId: 'not-a-uuid' }), { account: null })
+})
+
+t.test("roles live in the system user's storage: an object a user creates in their own namespace grants nothing", async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  const mallory = await authCustom(fake, 'custom-mallory-01', 'mallory')
+  const carol = await authCustom(fake, 'custom-carol-0001', 'carol')
+  // What PUT /v2/storage with mallory's own session does on a real Nakama: an object that does not
+  // exist yet is created in the caller's namespace, whatever permissions the module would set.
+  for (const [collection, key] of [['playfield_roles', 'roles'], ['playfield_roles', mallory.uid], ['playfield_roles', 'index']]) {
+    nk.storageWrite([{ collection: collection!, key: key!, userId: mallory.uid, value: { roles: ['admin'], userIds: [mallory.uid] }, version: '*' }])
+  }
+  t.same(await rpc(fake, 'playfield_get_account', { userId: mallory.uid }), { account: { id: mallory.uid, username: 'mallory', roles: [] } })
+  t.same(await rpc(fake, 'playfield_list_privileged', {}), { accounts: [] })
+  await rpc(fake, 'playfield_set_role', { username: 'carol', role: 'developer', grant: true })
+  t.same(JSON.parse(fake.state.read('playfield_roles', carol.uid, SYSTEM_USER)!.value), { roles: ['developer'] }, 'a grant is written system-owned')
+  t.equal(fake.state.read('playfield_roles', 'roles', carol.uid), undefined, 'and not in the user\'s namespace')
+
+  // Grants an older module wrote in users' namespaces (listed in the system-owned index) move at
+  // start; a user's own object that the index does not list is left unread.
+  const dave = await authCustom(fake, 'custom-dave-00001', 'dave')
+  const index = nk.storageRead([{ collection: 'playfield_roles', key: 'index', userId: SYSTEM_USER }])[0]!
+  nk.storageWrite([
+    { collection: 'playfield_roles', key: 'roles', userId: dave.uid, value: { roles: ['admin'] }, version: '*' },
+    { collection: 'playfield_roles', key: 'index', userId: SYSTEM_USER, value: { userIds: [carol.uid, dave.uid] }, version: index.version },
+  ])
+  t.same((await rpc(fake, 'playfield_get_account', { userId: dave.uid })).account.roles, [], 'not read where it was')
+  loadRuntime(fake.state)
+  t.same((await rpc(fake, 'playfield_get_account', { userId: dave.uid })).account.roles, ['admin'], 'moved at the next start')
+  t.equal(fake.state.read('playfield_roles', 'roles', dave.uid), undefined, 'the old object is gone')
+  t.same((await rpc(fake, 'playfield_get_account', { userId: mallory.uid })).account.roles, [], "mallory's own object was not moved")
+  t.same((await rpc(fake, 'playfield_list_privileged', {})).accounts.map((a: { username: string }) => a.username), ['carol', 'dave'])
+})
+
+t.test('launches, logouts and rename buckets are system-owned too; an older logout record still counts', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  const erin = await authCustom(fake, 'custom-erin-00001', 'erin')
+  const frank = await authCustom(fake, 'custom-frank-0001', 'frank')
+  await rpc(fake, 'playfield_record_launch', { sessionId: 'launch-1', userId: erin.uid, gameId: 'g', time: 5 })
+  t.same(JSON.parse(fake.state.read('playfield_launches', 'launch-1', SYSTEM_USER)!.value), { userId: erin.uid, gameId: 'g', time: 5 })
+  await rpc(fake, 'playfield_revoke_session', { userId: erin.uid, tid: 'tid-1', exp: 9 })
+  t.same(await rpc(fake, 'playfield_session_revoked', { userId: erin.uid, tid: 'tid-1' }), { revoked: true })
+  t.same(await rpc(fake, 'playfield_session_revoked', { userId: frank.uid, tid: 'tid-1' }), { revoked: false }, "another user's session id")
+  nk.storageWrite([{ collection: 'playfield_revoked', key: 'tid-2', userId: frank.uid, value: { exp: 9 }, version: '*' }])
+  t.same(await rpc(fake, 'playfield_session_revoked', { userId: frank.uid, tid: 'tid-2' }), { revoked: true }, "a record in the user's namespace, as older modules wrote it")
+  await rpc(fake, 'playfield_rename', { userId: erin.uid, username: 'erin2', rule: RENAME_RULE, now: 1000 })
+  t.ok(fake.state.read('playfield_rename_buckets', erin.uid, SYSTEM_USER), 'the rename bucket')
+})
+
+t.test('a listed record whose username Nakama gives as null is listed with an empty one, not its index', async (t) => {
+  const state = new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now)
+  const { scope } = loadRuntime(state)
+  const record = (ownerId: string, score: number, username: string | null) => ({ leaderboardId: 'b', ownerId, username, score, subscore: 0, rank: 0 })
+  const nk = { leaderboardRecordsList: () => ({ records: [record('a', 30, 'alice'), record('b', 20, null)], ownerRecords: [], nextCursor: '' }) }
+  const listed = JSON.parse((scope.rpcListRecords as (...args: unknown[]) => string)({}, {}, nk, JSON.stringify({ leaderboardId: 'b', limit: 20 })))
+  t.same(listed.records.map((r: { username: unknown }) => r.username), ['alice', ''])
 })
 
 t.test('leaderboards: created once with ranks, written authoritatively, listed with cursors', async (t) => {

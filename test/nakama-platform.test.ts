@@ -8,6 +8,7 @@ import path from 'node:path'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { startFakeNakama } from './fake-nakama/server.js'
+import { SYSTEM_USER } from './fake-nakama/state.js'
 
 // The platform on the Nakama backend, black-box over HTTP: two instances on one Nakama (the fake,
 // or the real one named by NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY), sharing SESSION_SECRET.
@@ -128,9 +129,9 @@ t.test('bad submissions change nothing in Nakama; launches are recorded there', 
   }
   t.equal(stored(), before)
   const launch = await json(await client.post('/api/games/fixture-boards/launch'))
-  const object = fake!.state.read('playfield_launches', launch.session.id, id)
-  t.ok(object, 'the launch is a storage object of the user')
-  t.match(JSON.parse(object!.value), { gameId: 'fixture-boards', time: Number })
+  const object = fake!.state.read('playfield_launches', launch.session.id, SYSTEM_USER)
+  t.ok(object, 'the launch is a system-owned storage object')
+  t.match(JSON.parse(object!.value), { userId: id, gameId: 'fixture-boards', time: Number })
 })
 
 t.test("a user's own backend token can neither call the module's RPCs nor rename itself through Nakama", async (t) => {

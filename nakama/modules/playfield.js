@@ -10,9 +10,15 @@
 // Nakama also runs an RPC for any user who calls it with their own session (Bearer), and the
 // platform hands every user such a session (GET /api/auth/backend-token). These RPCs act for any
 // owner named in the payload, so each one first refuses a caller with a user (serverOnly).
+//
+// Every storage object the module writes is owned by the system user, keyed by the user it is
+// about. A session can create an object in its own namespace, in any collection, when none is
+// there yet (PUT /v2/storage; the permissions the module would set do not stop a first write): a
+// roles object there would make its owner an admin. So nothing in a user's namespace is trusted.
 
 var SYSTEM_USER = '00000000-0000-0000-0000-000000000000';
 var BUCKETS = 'playfield_buckets';
+var RENAME_BUCKETS = 'playfield_rename_buckets';
 var WINDOWS = 'playfield_event_windows';
 var ROLES = 'playfield_roles';
 var REVOKED = 'playfield_revoked';
@@ -36,7 +42,28 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_revoke_session', rpcRevokeSession);
   initializer.registerRpc('playfield_session_revoked', rpcSessionRevoked);
   initializer.registerBeforeUpdateAccount(beforeUpdateAccount);
+  migrateRoles(nk, logger);
   logger.info('playfield module loaded');
+}
+
+// Roles used to be kept in each user's namespace. Those granted there (the system-owned index
+// lists them) move to the system user's; any other object in a user's namespace is ignored.
+function migrateRoles(nk, logger) {
+  var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
+  var ids = index && index.value.userIds ? index.value.userIds : [];
+  for (var i = 0; i < ids.length; i++) {
+    var legacy = readObject(nk, ROLES, 'roles', ids[i]);
+    if (!legacy) continue;
+    if (!readObject(nk, ROLES, ids[i], SYSTEM_USER)) {
+      try {
+        writeObject(nk, ROLES, ids[i], SYSTEM_USER, { roles: legacy.value.roles || [] }, null);
+      } catch (e) {
+        if (!isVersionConflict(e)) throw e;
+      }
+    }
+    nk.storageDelete([{ collection: ROLES, key: 'roles', userId: ids[i] }]);
+    logger.info('playfield: roles of ' + ids[i] + ' moved to system-owned storage');
+  }
 }
 
 // ---- pure helpers -------------------------------------------------------------------------------
@@ -114,7 +141,7 @@ function writeObject(nk, collection, key, userId, value, previous) {
 }
 
 function rolesOf(nk, userId) {
-  var object = readObject(nk, ROLES, 'roles', userId);
+  var object = readObject(nk, ROLES, userId, SYSTEM_USER);
   return object && object.value && object.value.roles ? object.value.roles : [];
 }
 
@@ -130,13 +157,13 @@ function userById(nk, userId) {
 }
 
 // Take one token, retrying when another request wrote the bucket between our read and write.
-function takeStored(nk, key, userId, rule, now) {
+function takeStored(nk, collection, key, rule, now) {
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var object = readObject(nk, BUCKETS, key, userId);
+    var object = readObject(nk, collection, key, SYSTEM_USER);
     var result = bucketTake(object ? object.value : undefined, rule, now);
     if (!result.allowed) return result;
     try {
-      writeObject(nk, BUCKETS, key, userId, result.bucket, object);
+      writeObject(nk, collection, key, SYSTEM_USER, result.bucket, object);
       return result;
     } catch (e) {
       if (!isVersionConflict(e)) throw e;
@@ -146,13 +173,13 @@ function takeStored(nk, key, userId, rule, now) {
 }
 
 // Give back the token taken for a change that did not happen.
-function refundStored(nk, key, userId, rule) {
+function refundStored(nk, collection, key, rule) {
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var object = readObject(nk, BUCKETS, key, userId);
+    var object = readObject(nk, collection, key, SYSTEM_USER);
     if (!object) return;
     var bucket = { tokens: Math.min(rule.capacity, object.value.tokens + 1), updatedAt: object.value.updatedAt };
     try {
-      writeObject(nk, BUCKETS, key, userId, bucket, object);
+      writeObject(nk, collection, key, SYSTEM_USER, bucket, object);
       return;
     } catch (e) {
       if (!isVersionConflict(e)) throw e;
@@ -274,7 +301,8 @@ function rpcListRecords(ctx, logger, nk, payload) {
   }
   var own = (list.ownerRecords || []).filter(function (r) { return r.ownerId === p.ownerId && r.rank; });
   return JSON.stringify({
-    records: (list.records || []).map(toRecord),
+    // Not map(toRecord): map's index would become a missing username's fallback.
+    records: (list.records || []).map(function (r) { return toRecord(r); }),
     nextCursor: list.nextCursor || null,
     ownRecord: own.length ? toRecord(own[0]) : null
   });
@@ -299,13 +327,12 @@ function rpcRename(ctx, logger, nk, payload) {
   if (taken && taken.length && (taken[0].userId || taken[0].id) !== p.userId) {
     return JSON.stringify({ error: 'USERNAME_TAKEN' });
   }
-  var key = 'rename';
-  var result = takeStored(nk, key, p.userId, p.rule, p.now);
+  var result = takeStored(nk, RENAME_BUCKETS, p.userId, p.rule, p.now);
   if (!result.allowed) return JSON.stringify({ error: 'RATE_LIMITED', waitMs: result.waitMs });
   try {
     nk.accountUpdateId(p.userId, p.username, null, null, null, null, null, null);
   } catch (e) {
-    refundStored(nk, key, p.userId, p.rule);
+    refundStored(nk, RENAME_BUCKETS, p.userId, p.rule);
     if (/already in use/i.test(errorText(e))) return JSON.stringify({ error: 'USERNAME_TAKEN' });
     throw e;
   }
@@ -316,7 +343,7 @@ function rpcRename(ctx, logger, nk, payload) {
 function rpcTakeBucket(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
-  var result = takeStored(nk, p.key, SYSTEM_USER, p.rule, p.now);
+  var result = takeStored(nk, BUCKETS, p.key, p.rule, p.now);
   return JSON.stringify({ allowed: result.allowed, waitMs: result.waitMs });
 }
 
@@ -354,7 +381,7 @@ function rpcEventWindow(ctx, logger, nk, payload) {
 }
 
 // Grant or revoke a role on the account with exactly this username (Nakama names are case-exact).
-// The user's roles object and the system-owned index of privileged users are written in one
+// The user's roles object and the index of privileged users, both system-owned, are written in one
 // storage transaction with version checks, so concurrent grants cannot lose each other.
 function rpcSetRole(ctx, logger, nk, payload) {
   serverOnly(ctx);
@@ -363,7 +390,7 @@ function rpcSetRole(ctx, logger, nk, payload) {
   if (!users || !users.length) return JSON.stringify({ error: 'NOT_FOUND' });
   var id = users[0].userId || users[0].id;
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var object = readObject(nk, ROLES, 'roles', id);
+    var object = readObject(nk, ROLES, id, SYSTEM_USER);
     var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
     var roles = (object && object.value.roles ? object.value.roles : []).filter(function (r) { return r !== p.role; });
     if (p.grant) roles.push(p.role);
@@ -372,7 +399,7 @@ function rpcSetRole(ctx, logger, nk, payload) {
     if (roles.length) ids.push(id);
     try {
       nk.storageWrite([
-        { collection: ROLES, key: 'roles', userId: id, value: { roles: roles }, version: object ? object.version : '*', permissionRead: 0, permissionWrite: 0 },
+        { collection: ROLES, key: id, userId: SYSTEM_USER, value: { roles: roles }, version: object ? object.version : '*', permissionRead: 0, permissionWrite: 0 },
         { collection: ROLES, key: 'index', userId: SYSTEM_USER, value: { userIds: ids }, version: index ? index.version : '*', permissionRead: 0, permissionWrite: 0 }
       ]);
       return JSON.stringify({ account: { id: id, username: users[0].username, roles: roles } });
@@ -389,8 +416,8 @@ function rpcListPrivileged(ctx, logger, nk, payload) {
   var ids = index && index.value.userIds ? index.value.userIds : [];
   if (!ids.length) return JSON.stringify({ accounts: [] });
   var rolesById = {};
-  var objects = nk.storageRead(ids.map(function (id) { return { collection: ROLES, key: 'roles', userId: id }; }));
-  for (var i = 0; i < objects.length; i++) rolesById[objects[i].userId] = objects[i].value.roles || [];
+  var objects = nk.storageRead(ids.map(function (id) { return { collection: ROLES, key: id, userId: SYSTEM_USER }; }));
+  for (var i = 0; i < objects.length; i++) rolesById[objects[i].key] = objects[i].value.roles || [];
   var accounts = nk.usersGetId(ids).map(function (u) {
     var id = u.userId || u.id;
     return { id: id, username: u.username, roles: rolesById[id] || [] };
@@ -403,8 +430,8 @@ function rpcRecordLaunch(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
   nk.storageWrite([{
-    collection: LAUNCHES, key: p.sessionId, userId: p.userId,
-    value: { gameId: p.gameId, time: p.time }, permissionRead: 0, permissionWrite: 0
+    collection: LAUNCHES, key: p.sessionId, userId: SYSTEM_USER,
+    value: { userId: p.userId, gameId: p.gameId, time: p.time }, permissionRead: 0, permissionWrite: 0
   }]);
   return JSON.stringify({});
 }
@@ -415,8 +442,8 @@ function rpcRevokeSession(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
   nk.storageWrite([{
-    collection: REVOKED, key: p.tid, userId: p.userId,
-    value: { exp: p.exp }, permissionRead: 0, permissionWrite: 0
+    collection: REVOKED, key: p.tid, userId: SYSTEM_USER,
+    value: { userId: p.userId, exp: p.exp }, permissionRead: 0, permissionWrite: 0
   }]);
   // nk.sessionLogout takes an absent token only as undefined (null throws), fails as a whole when
   // a token it is given does not verify (an expired session token does not), and with neither
@@ -443,7 +470,11 @@ function rpcSessionRevoked(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
   if (!UUID.test(String(p.userId))) return JSON.stringify({ revoked: true });
-  return JSON.stringify({ revoked: readObject(nk, REVOKED, String(p.tid), p.userId) !== null });
+  var record = readObject(nk, REVOKED, String(p.tid), SYSTEM_USER);
+  // A record in the user's own namespace is an older module's (or the user's own doing, which can
+  // only end their own session): still a revocation.
+  var revoked = (record !== null && record.value.userId === p.userId) || readObject(nk, REVOKED, String(p.tid), p.userId) !== null;
+  return JSON.stringify({ revoked: revoked });
 }
 
 // ---- hooks --------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import vm from 'node:vm'
 import { fileURLToPath } from 'node:url'
 import { FakeError } from './errors.js'
 import { jsonbText, type Board, type StoredRecord } from './leaderboards.js'
-import type { FakeState, StorageObject, User } from './state.js'
+import { SYSTEM_USER, type FakeState, type StorageObject, type User } from './state.js'
 import { verifyToken } from './jwt.js'
 
 /** The module shipped in the repository, loaded as Nakama loads its js_entrypoint. */
@@ -217,7 +217,7 @@ function createNk(state: FakeState, keys: TokenKeys) {
     },
     storageRead(reads: Array<{ collection: string; key: string; userId?: string }>) {
       return reads.flatMap((r) => {
-        const o = state.read(r.collection, r.key, r.userId ?? '00000000-0000-0000-0000-000000000000')
+        const o = state.read(r.collection, r.key, r.userId ?? SYSTEM_USER)
         return o ? [jsObject(o)] : []
       })
     },
@@ -225,11 +225,11 @@ function createNk(state: FakeState, keys: TokenKeys) {
       for (const w of writes) {
         if (w.value === null || typeof w.value !== 'object' || Array.isArray(w.value)) throw new TypeError('expects value to be an object')
       }
-      const acks = state.write(writes.map((w) => ({ ...w, userId: w.userId ?? '00000000-0000-0000-0000-000000000000' })))
+      const acks = state.write(writes.map((w) => ({ ...w, userId: w.userId ?? SYSTEM_USER })))
       return acks.map((o) => ({ collection: o.collection, key: o.key, userId: o.userId, version: o.version }))
     },
     storageDelete(deletes: Array<{ collection: string; key: string; userId?: string; version?: string }>) {
-      state.remove(deletes.map((d) => ({ ...d, userId: d.userId ?? '00000000-0000-0000-0000-000000000000' })))
+      state.remove(deletes.map((d) => ({ ...d, userId: d.userId ?? SYSTEM_USER })))
     },
     usersGetId(ids: string[]) {
       return ids.flatMap((id) => {

@@ -2,6 +2,9 @@ import { createHash, randomUUID } from 'node:crypto'
 import { FakeError } from './errors.js'
 import { Leaderboards } from './leaderboards.js'
 
+/** Nakama's system user: the owner of storage objects written without one (and of all of Playfield's). */
+export const SYSTEM_USER = '00000000-0000-0000-0000-000000000000'
+
 /** A row of Nakama's users table (the parts the fake needs). */
 export interface User {
   id: string

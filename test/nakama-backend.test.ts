@@ -177,6 +177,21 @@ t.test('leaderboards: sync, authoritative writes, pages for anonymous readers an
   await rejects(t, b.writeRecord({ leaderboardId: `missing_${tag}`, ownerId: users[0]!.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
 })
 
+t.test('a declared board Nakama no longer has (deleted in its console) is created again, not 404', onFake, async (t) => {
+  const b = backend()
+  const id = `gone_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  const u = await b.register(name('gone'), 'password123')
+  fake!.state.leaderboards.boards.delete(id)
+  const page = await b.listRecords({ leaderboardId: id, limit: 5 }, Date.now())
+  t.same(page.records, [], 'read: created again, empty')
+  fake!.state.leaderboards.boards.delete(id)
+  const rec = await b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 7, subscore: 0 }, Date.now())
+  t.match(rec, { leaderboard_id: id, score: 7, rank: 1 }, 'write: created again, then written')
+  t.match(fake!.state.leaderboards.boards.get(id), { id, sortOrder: 'desc', operator: 'best', authoritative: true }, 'with its settings')
+  await rejects(t, b.writeRecord({ leaderboardId: `never_${tag}`, ownerId: u.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+})
+
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {
   const b = backend()
   const s = await b.register(name('down'), 'password123')

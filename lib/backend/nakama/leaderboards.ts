@@ -18,8 +18,12 @@ function notFound(id: string): HttpError {
  */
 export class NakamaLeaderboards implements LeaderboardPart {
   #retry: NodeJS.Timeout | undefined
+  /** The catalogue's boards as last synced. */
+  #boards: LeaderboardConfig[] = []
   /** Each board's operator as last synced: the module refuses increments past 2^53-1 with it. */
   #operators = new Map<string, LeaderboardConfig['operator']>()
+  /** A sync run because Nakama lacked a declared board; callers that found the same share it. */
+  #recreating: Promise<void> | undefined
   constructor(readonly client: NakamaClient) {}
 
   /**
@@ -29,6 +33,7 @@ export class NakamaLeaderboards implements LeaderboardPart {
    */
   async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
     clearTimeout(this.#retry)
+    this.#boards = boards
     this.#operators = new Map(boards.map((b) => [b.id, b.operator]))
     // `resets`: Nakama reports a board's schedule only as its current period's bounds (the module compares).
     const now = Date.now()
@@ -48,10 +53,23 @@ export class NakamaLeaderboards implements LeaderboardPart {
     }
   }
 
+  /**
+   * Run `call` on board `id`; when Nakama lacks the board but the catalogue declares it (deleted in
+   * Nakama's console, or the start's sync still pending), create the missing boards and run it
+   * once more: LEADERBOARD_NOT_FOUND is for ids no game declares (CONTRACT §3).
+   */
+  async #onBoard<T extends { error?: string }>(id: string, call: () => Promise<T>): Promise<T> {
+    const out = await call()
+    if (out.error !== 'LEADERBOARD_NOT_FOUND' || !this.#operators.has(id)) return out
+    this.#recreating ??= this.syncLeaderboards(this.#boards).finally(() => (this.#recreating = undefined))
+    await this.#recreating
+    return call()
+  }
+
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
     const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
-    const out = await this.client.rpc<{ record?: LeaderboardRecord; error?: string; field?: string }>('playfield_write_record', payload)
+    const out = await this.#onBoard(write.leaderboardId, () => this.client.rpc<{ record?: LeaderboardRecord; error?: string; field?: string }>('playfield_write_record', payload))
     if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field === 'subscore' ? 'subscore' : 'score')
     if (!out.record) throw notFound(write.leaderboardId)
     return out.record
@@ -59,7 +77,7 @@ export class NakamaLeaderboards implements LeaderboardPart {
 
   /** Listed with the HTTP key, so anonymous readers work too; the module always sends `limit`. */
   async listRecords(query: RecordQuery): Promise<RecordPage> {
-    const out = await this.client.rpc<RecordPage & { error?: string }>('playfield_list_records', query, true)
+    const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc<RecordPage & { error?: string }>('playfield_list_records', query, true))
     if (out.error === 'LEADERBOARD_NOT_FOUND') throw notFound(query.leaderboardId)
     if (out.error === 'INVALID_CURSOR') {
       throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])

@@ -26,6 +26,15 @@ t.test('authenticate: server key, query-parameter create and username, error bod
   res = await post(fake, '/v2/account/authenticate/custom?create=false', { id: 'custom-0001' }, basic(fake.serverKey))
   t.equal(res.status, 404)
   t.same(await res.json(), { code: 5, message: 'User account not found.' })
+  // grpc-gateway parses the flag with strconv.ParseBool.
+  for (const no of ['0', 'f', 'F', 'False', 'FALSE']) {
+    t.equal((await post(fake, `/v2/account/authenticate/custom?create=${no}`, { id: 'custom-0001' }, basic(fake.serverKey))).status, 404, `create=${no}`)
+  }
+  for (const bad of ['no', 'garbage', '']) {
+    res = await post(fake, `/v2/account/authenticate/custom?create=${bad}`, { id: 'custom-0001' }, basic(fake.serverKey))
+    t.equal(res.status, 400, `create=${bad}`)
+    t.match(await res.json(), { code: 3, message: /strconv\.ParseBool/ })
+  }
   res = await post(fake, '/v2/account/authenticate/custom', { id: 'custom-0001', create: false }, basic(fake.serverKey))
   const created = await res.json() as Record<string, unknown>
   t.equal(created.created, true, '"create" in the body is dropped: created anyway')
@@ -120,6 +129,10 @@ t.test('v3.18 keeps ranks always and caps limit at 100; v3.40 ranks only with en
     fake.runtime.nk.leaderboardCreate('plain', false, 'desc', 'best', null, {}, false)
     const s = await (await post(fake, '/v2/account/authenticate/custom?username=erin', { id: 'custom-erin' }, basic(fake.serverKey))).json() as { token: string }
     const rec = await (await post(fake, '/v2/leaderboard/plain', { score: 5, operator: 'SET' }, `Bearer ${s.token}`)).json() as Record<string, unknown>
+    for (const operator of ['increment', 'FOO', '3']) {
+      const refused = await post(fake, '/v2/leaderboard/plain', { score: 9, operator }, `Bearer ${s.token}`)
+      t.same([refused.status, ((await refused.json()) as { code: number }).code], [400, 3], `${version}: operator ${JSON.stringify(operator)} is no enum name`)
+    }
     t.equal(rec.rank, version === '3.18' ? '1' : undefined, `${version}: rank`)
     const list = await fetch(`${fake.url}/v2/leaderboard/plain?limit=101`, { headers: { authorization: `Bearer ${s.token}` } })
     t.equal(list.status, version === '3.18' ? 400 : 200, `${version}: limit 101`)

@@ -78,8 +78,13 @@ export class Api {
     }
   }
 
+  /** grpc-gateway reads the BoolValue with strconv.ParseBool: absent is true, anything else unknown a 400. */
   #create(query: URLSearchParams): boolean {
-    return query.get('create') !== 'false'
+    const value = query.get('create')
+    if (value === null) return true
+    if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true
+    if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false
+    throw new FakeError(3, `parsing field "create": strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`)
   }
 
   #vars(account: Record<string, unknown>): Record<string, string> | undefined {

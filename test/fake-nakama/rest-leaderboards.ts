@@ -70,7 +70,10 @@ export function writeRecord(state: FakeState, call: Call, id: string): Answer {
     metadata = jsonbText(parsed)
   }
   const operator = body.operator as { text?: string } | string | undefined
-  const op = OPERATORS[typeof operator === 'object' && operator !== null ? String(operator.text) : String(operator ?? 0)]
+  const name = typeof operator === 'object' && operator !== null ? String(operator.text) : String(operator ?? 0)
+  // protojson takes an enum by its exact name or any number; an unknown name is refused.
+  if (typeof operator === 'string' && (/^\d+$/.test(operator) || !(operator in OPERATORS))) throw new FakeError(3, `proto: invalid value for enum type: ${JSON.stringify(operator)}`)
+  const op = OPERATORS[name]
   const record = state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, score, subscore, metadata, op, state.now())
   return { json: restRecord(record) }
 }

@@ -72,13 +72,22 @@ function jsonTypeProblem(req: IncomingMessage): string | null {
   const header = req.headers['content-type']
   let parsed: contentType.ParsedMediaType | null = null
   try {
-    if (header !== undefined) parsed = contentType.parse(header.replace(/(\s*;)+\s*$/, '').replace(/;(\s*;)+/g, ';'))
+    if (header !== undefined) parsed = contentType.parse(withoutEmptyParameters(header))
   } catch {
     parsed = null
   }
   if (parsed?.type !== 'application/json') return 'body must be application/json'
   const charset = parsed.parameters.charset?.toLowerCase()
   return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? null : 'a JSON body must be UTF-8 (charset=utf-8 or none)'
+}
+
+/**
+ * The media type with its empty parameters left out (`application/json;`, `a/b;;c=d`), which the
+ * content-type package refuses. Split, not a regular expression: `(\s*;)+\s*$` took quadratic
+ * time on a header of many semicolons (1.5 s for 15 KB, the event loop blocked throughout).
+ */
+function withoutEmptyParameters(header: string): string {
+  return header.split(';').filter((part, i) => i === 0 || part.trim() !== '').join(';')
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -156,10 +165,13 @@ function checkNumbers(text: string): void {
 function isIntegerText(int: string, frac: string, exp: number): boolean {
   const digits = (int + frac).replace(/^0+/, '')
   if (digits === '' || /^0*$/.test(digits)) return true
-  const significant = digits.replace(/0+$/, '')
+  // The significant digits end at the last non-zero one. A loop, not replace(/0+$/): that regular
+  // expression took quadratic time on a long run of zeros (5 s for `1.000…0001` in a 64 KiB body).
+  let significant = digits.length
+  while (digits.charCodeAt(significant - 1) === 0x30) significant--
   // The decimal point sits after this many of `digits`; everything significant must lie before it.
   const point = digits.length - frac.length + exp
-  return significant.length <= point
+  return significant <= point
 }
 
 /** Check `value` against a compiled schema; 400 VALIDATION_FAILED with `details` on failure. */

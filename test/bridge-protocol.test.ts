@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import type { Socket } from 'node:net'
 import t from 'tap'
 import { alive, connect, startBridge, until } from './helpers/terminal.js'
 
@@ -76,6 +78,41 @@ t.test('bad frames are error frames and the connection stays', async (t) => {
   c.send({ type: 'create' })
   await c.frame('created')
   t.match(await c.run('echo still-$((40+2))'), /^still-42/)
+  c.ws.close()
+})
+
+t.test('a client that floods bad frames and never reads: error frames past a few hundred queued are dropped, memory stays bounded', async (t) => {
+  const status = (): string => readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
+  const rss = (): number => Number(/VmRSS:\s+(\d+)/.exec(status())![1]) / 1024
+  const cpu = (): string => readFileSync(`/proc/${bridge.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).join(' ')
+  const c = await connect(bridge.port)
+  const socket = (c.ws as unknown as { _socket: Socket })._socket
+  socket.pause()
+  const before = rss()
+  let peak = before
+  const sampler = setInterval(() => (peak = Math.max(peak, rss())), 50)
+  // Each answered with a ~50-byte error frame, every one of which was queued (100,000 held 67 MiB;
+  // 400,000 would hold 270 MiB; with the limit, the growth is the garbage of reading them, 25-50 MiB).
+  const frames = 400_000
+  for (let i = 0; i < frames; i++) c.ws.send('x')
+  c.send({ type: 'create' })
+  await until(() => c.ws.bufferedAmount === 0, 60_000, 'the frames to be sent')
+  // Until the bridge has read them all: its CPU time stops moving.
+  let last = ''
+  await until(async () => {
+    const now = cpu()
+    const idle = now === last
+    last = now
+    await new Promise((r) => setTimeout(r, 300))
+    return idle
+  }, 60_000, 'the bridge to go idle')
+  clearInterval(sampler)
+  t.ok(peak - before < 100, `the bridge grew at most ${(peak - before).toFixed(1)} MiB`)
+  socket.resume()
+  await c.frame('created', 0, 30_000)
+  t.pass('the connection stays, and create works once the client reads')
+  const errors = c.frames.filter((f) => f.type === 'error').length
+  t.ok(errors > 0 && errors < frames / 10, `${errors} of ${frames} error frames reached the client`)
   c.ws.close()
 })
 

@@ -17,6 +17,8 @@ const ACK_LOW = 512 * 1024
  * close, so the shell, its jobs and the connection's place would outlive the client.
  */
 const INPUT_HIGH = 1024 * 1024
+/** Error frames queued for a client that is not reading; more are dropped (see `send`). */
+const MAX_QUEUED_ERRORS = 256
 
 /**
  * CONTRACT §6: the one JSON line logged for every connection when it ends (pid null without a
@@ -46,8 +48,20 @@ export function serveConnection(
   let ackedChars = 0
   let acking = false
 
+  // Error frames not yet handed to the kernel. A client that sends bad frames and never reads the
+  // answers had them all queued, each small write costing far more memory than its bytes (100,000
+  // held 67 MiB): past MAX_QUEUED_ERRORS, further error frames are dropped until some go out.
+  let queuedErrors = 0
+  const errorSent = (): void => {
+    queuedErrors--
+    updateFlow()
+  }
   const send = (frame: ServerFrame): void => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame), updateFlow)
+    if (ws.readyState !== ws.OPEN) return
+    if (frame.type !== 'error') return ws.send(JSON.stringify(frame), updateFlow)
+    if (queuedErrors >= MAX_QUEUED_ERRORS) return
+    queuedErrors++
+    ws.send(JSON.stringify(frame), errorSent)
   }
 
   // Called after every send completes and on every ack: the PTY reads only while both the socket

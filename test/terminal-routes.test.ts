@@ -216,16 +216,38 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
 })
 
 t.test('DEV_ACCESS_USERS is matched against the account\'s name now, not the name a session signed in with', async (t) => {
-  const platform = await startPlatform({ env: { DEV_ACCESS_USERS: 'gate_old' } })
-  t.teardown(() => platform.stop())
-  const first = new Client(platform.url, ORIGIN)
+  const dataDir = tempDir()
+  const unlisted = await startPlatform({ dataDir })
+  const first = new Client(unlisted.url, ORIGIN)
   t.equal((await first.post('/api/auth/register', { username: 'gate_old', password: 'correct horse battery' })).status, 200)
-  const second = new Client(platform.url, ORIGIN)
+  const second = new Client(unlisted.url, ORIGIN)
   t.equal((await second.post('/api/auth/login', { username: 'gate_old', password: 'correct horse battery' })).status, 200)
-  t.equal((await second.get('/dev/terminal')).status, 200, 'listed by name')
-  t.equal((await first.put('/api/user/username', { username: 'gate_new' })).status, 200)
-  t.equal((await second.get('/dev/terminal')).status, 403, 'renamed in another session: no longer listed')
+  t.equal((await first.put('/api/user/username', { username: 'gate_new' })).status, 200, 'renamed in another session')
+  await unlisted.stop()
+  const platform = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: 'gate_old' } })
+  t.teardown(() => platform.stop())
+  for (const client of [first, second]) (client as { base: string }).base = platform.url
+  t.equal((await second.get('/dev/terminal')).status, 403, 'the session that signed in as gate_old: no longer listed')
   t.equal((await second.post('/dev/terminal/ticket')).status, 403, 'and no ticket')
+})
+
+t.test('a name DEV_ACCESS_USERS lists stays with its account: no rename into it or out of it', async (t) => {
+  const platform = await startPlatform({ env: { DEV_ACCESS_USERS: 'Pinned_Dev' } })
+  t.teardown(() => platform.stop())
+  const dev = new Client(platform.url, ORIGIN)
+  t.equal((await dev.post('/api/auth/register', { username: 'pinned_dev', password: 'correct horse battery' })).status, 200)
+  t.equal((await dev.get('/dev/terminal')).status, 200, 'listed, ignoring case')
+  const other = new Client(platform.url, ORIGIN)
+  await other.post('/api/auth/guest')
+  const before = await (await other.get('/api/auth/session')).json() as { user: { username: string } }
+  await expectError(t, await other.put('/api/user/username', { username: 'PINNED_DEV' }), 409, 'USERNAME_TAKEN')
+  await expectError(t, await dev.put('/api/user/username', { username: 'pinned_dev_2' }), 403, 'FORBIDDEN')
+  t.equal((await dev.put('/api/user/username', { username: 'Pinned_Dev' })).status, 200, 'a change of case is no change of name')
+  t.equal((await dev.get('/dev/terminal')).status, 200, 'still admitted')
+  t.same((await (await other.get('/api/auth/session')).json() as { user: { username: string } }).user.username, before.user.username, 'the refused rename changed nothing')
+  for (const name of ['guest_free1', 'guest_free2', 'guest_free3']) {
+    t.equal((await other.put('/api/user/username', { username: name })).status, 200, `${name}: the refusals spent nothing`)
+  }
 })
 
 t.test('with the bridge down, the upgrade through the platform is 502', async (t) => {

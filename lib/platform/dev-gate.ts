@@ -24,14 +24,21 @@ export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateRes
   // The account's name now: a session remembers the name of its sign-in, which another session
   // may have changed since (and someone else may hold by now).
   const current = account ? { id: user.id, username: account.username } : user
-  const exact = app.backend.kind === 'nakama'
-  const name = exact ? current.username : current.username.toLowerCase()
-  const listed = app.config.devAccessUsers.some((entry) => entry === user.id || (exact ? entry : entry.toLowerCase()) === name)
-  if (listed) return { admitted: true, user: current }
+  if (app.config.devAccessUsers.includes(user.id) || namedByDevAccess(app, current.username)) return { admitted: true, user: current }
   if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: current }
   return {
     admitted: false,
     status: 403,
     reason: `The account "${current.username}" has neither the developer nor the admin role, and DEV_ACCESS_USERS does not name it. An administrator can run: bin/platform users grant ${current.username} developer`,
   }
+}
+
+/**
+ * Whether DEV_ACCESS_USERS lists this username: ignoring case on the embedded backend, exactly on
+ * Nakama (the way each keeps names unique).
+ */
+export function namedByDevAccess(app: App, username: string): boolean {
+  const exact = app.backend.kind === 'nakama'
+  const name = exact ? username : username.toLowerCase()
+  return app.config.devAccessUsers.some((entry) => (exact ? entry : entry.toLowerCase()) === name)
 }

@@ -3,6 +3,8 @@ import { json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
+import { namedByDevAccess } from './dev-gate.js'
+import { HttpError } from '../http/errors.js'
 import { UsernameBody } from './schemas.js'
 import { renamedState, requireSession, sessionCookie } from './session.js'
 
@@ -13,9 +15,27 @@ export function userRoutes(router: Router, app: App): void {
   router.add('PUT', '/api/user/username', async (ctx) => {
     const state = await requireSession(app.config, app.backend, ctx, app.now())
     const { username } = await readBody(ctx.req, UsernameBody)
+    await keepListedNames(app, state.uid, username)
     // One backend step: bucket read, take, rename, bucket write; 409 or 429 leave everything as it was.
     const account = await app.backend.renameUser(state.uid, username, RENAME_RULE, app.now())
     if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())
     json(ctx.res, 200, { success: true, username: account.username }, { 'cache-control': 'no-store' })
   })
+}
+
+/**
+ * A username DEV_ACCESS_USERS lists opens the developer terminal, a shell on the server: a rename
+ * into it would hand that to whoever asks first, and one out of it would free the name for anyone
+ * to register. While listed, such a name stays with the account that has it (a change of case
+ * only, where names are unique ignoring case, is no change of name).
+ */
+async function keepListedNames(app: App, userId: string, username: string): Promise<void> {
+  if (app.config.devAccessUsers.length === 0) return
+  const current = (await app.backend.getAccount(userId))?.username ?? ''
+  const same = app.backend.kind === 'nakama' ? current === username : current.toLowerCase() === username.toLowerCase()
+  if (same) return
+  if (namedByDevAccess(app, current)) {
+    throw new HttpError(403, 'FORBIDDEN', 'this username is listed in DEV_ACCESS_USERS and cannot change while it is listed')
+  }
+  if (namedByDevAccess(app, username)) throw new HttpError(409, 'USERNAME_TAKEN', 'username is reserved')
 }

@@ -1,10 +1,10 @@
 import { readBody } from '../http/body.js'
+import { HttpError } from '../http/errors.js'
 import { json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
 import { namedByDevAccess } from './dev-gate.js'
-import { HttpError } from '../http/errors.js'
 import { UsernameBody } from './schemas.js'
 import { renamedState, requireSession, sessionCookie } from './session.js'
 

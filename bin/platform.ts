@@ -1,6 +1,6 @@
 import { onReload } from '../lib/platform/reload-signal.js'
 import { ConfigError, loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
-import { checkDirectories, checkManifestsDir, listenProblem } from '../lib/config-checks.js'
+import { checkDirectories, checkManifestsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
 import { closeGracefully, createServer, logLine } from '../lib/http/server.js'
 import { createBackend } from '../lib/backend/create.js'
 import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'
@@ -18,6 +18,8 @@ process.umask(0o077)
 
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   checkDirectories(config)
+  const mode = openToOthers(config.dataDir)
+  if (mode) logLine({ event: 'platform.data_dir_open', dataDir: config.dataDir, mode, fix: `chmod 700 ${config.dataDir}: it holds the database (password hashes, sessions) and secrets` })
   checkManifestsDir(config.manifestsDir)
   const catalogue = await CatalogueHolder.open(config)
   const backend = await createBackend(config)

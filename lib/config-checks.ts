@@ -25,6 +25,16 @@ export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: strin
   }
 }
 
+/**
+ * The mode of DATA_DIR as octal text when other accounts may enter it (the developer shells'
+ * account among them, on a host that runs the bridge too), else null. A DATA_DIR that already
+ * existed keeps its modes; the platform says so at start rather than change them.
+ */
+export function openToOthers(dataDir: string): string | null {
+  const mode = statSync(dataDir).mode & 0o777
+  return mode & 0o005 ? mode.toString(8).padStart(4, '0') : null
+}
+
 function checkWritable(dataDir: string): void {
   try {
     accessSync(dataDir, constants.W_OK)

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../lib/config.js'
@@ -32,6 +32,20 @@ t.test('what the platform creates in a new DATA_DIR is its account\'s alone: the
   t.ok(entries.includes('playfield.sqlite') || platform.logs.some((l) => l.event === 'platform.listening' && l.backend !== 'embedded'), 'the embedded database is there')
   t.ok(entries.some((e) => e.startsWith('secrets')), 'and the generated secrets')
   for (const entry of entries) t.equal(statSync(path.join(dataDir, entry)).mode & 0o077, 0, `${entry} is private`)
+})
+
+t.test('an existing DATA_DIR other accounts can enter keeps its mode, and the platform says so at start', async (t) => {
+  const dataDir = path.join(tempDir(), 'open')
+  mkdirSync(dataDir, { mode: 0o755 })
+  chmodSync(dataDir, 0o755)
+  const open = await startPlatform({ dataDir })
+  await open.stop()
+  t.equal(statSync(dataDir).mode & 0o777, 0o755, 'left as it was')
+  t.match(open.logs.find((l) => l.event === 'platform.data_dir_open'), { dataDir, mode: '0755', fix: new RegExp(`^chmod 700 ${dataDir}`) })
+  chmodSync(dataDir, 0o750)
+  const closed = await startPlatform({ dataDir })
+  await closed.stop()
+  t.notOk(closed.logs.some((l) => l.event === 'platform.data_dir_open'), 'nothing said when only the group may enter')
 })
 
 t.test('processes starting together all get the same whole secret', async (t) => {

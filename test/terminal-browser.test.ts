@@ -88,6 +88,37 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.context().close()
 })
 
+t.test('keys typed while the ticket and the connection are on their way reach the shell', async (t) => {
+  const page = await signedIn('browser_early', true)
+  // A slow platform: the ticket comes 800 ms after the page.
+  await page.route('**/dev/terminal/ticket', async (route) => {
+    await new Promise((r) => setTimeout(r, 800))
+    await route.continue()
+  })
+  await page.goto(`${origin}/dev/terminal`)
+  await page.locator('.xterm').click()
+  t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
+  await page.keyboard.type('echo early-$((2+3))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /early-5/)
+  t.match(await screen(page), /early-5/, 'the whole line ran')
+  await page.context().close()
+})
+
+t.test('a paste of 180,000 control characters goes out in frames the bridge takes: the connection stays', async (t) => {
+  const page = await signedIn('browser_paste', true)
+  const sizes: number[] = []
+  page.on('websocket', (ws) => ws.on('framesent', (frame) => sizes.push(Buffer.byteLength(String(frame.payload)))))
+  await page.goto(`${origin}/dev/terminal`)
+  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  // JSON writes each as \u0001, six bytes: in 256 K-character pieces that was a 1.5 MiB frame (1009).
+  await page.evaluate("term.paste('\\x01'.repeat(180000) + '\\ud83d\\ude00'.repeat(70000))")
+  await page.waitForTimeout(1500)
+  t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+$/, 'still connected')
+  t.ok(sizes.length > 2 && Math.max(...sizes) <= 1024 * 1024, `every frame within 1 MiB (largest ${Math.max(...sizes)} bytes)`)
+  await page.context().close()
+})
+
 t.test('a window wider than 1000 columns still gets a shell, 1000 columns wide', async (t) => {
   const page = await signedIn('browser_wide', true)
   await page.setViewportSize({ width: 12_000, height: 400 })

@@ -2,11 +2,15 @@
 // /terminal-ws/, xterm.js for the screen. Frames: CONTRACT §6 and spec terminal-bridge §2.
 'use strict'
 
-/** Keystrokes and pastes go out in pieces well under the bridge's 1 MiB frame limit. */
-const INPUT_CHUNK = 256 * 1024
+/**
+ * Keystrokes and pastes go out in pieces well under the bridge's 1 MiB frame limit, counted in
+ * UTF-16 units: JSON writes a control character as 6 bytes (`\u0001`), so 256 K of them made a
+ * 1.5 MiB frame, which the bridge closes with 1009. 128 K units are at most 768 KiB.
+ */
+const INPUT_CHUNK = 128 * 1024
 /** The bridge takes sizes from 1 to 1000 (CONTRACT §6); a wider window gets 1000 columns. */
 const MAX_SIZE = 1000
-/** Keystrokes typed while the shell is being created wait for it, up to this much. */
+/** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this much. */
 const MAX_EARLY_INPUT = 64 * 1024
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
@@ -29,7 +33,7 @@ fit.fit()
 
 let ws = null
 let shellRunning = false
-/** A create is out and its `created` not yet back: keystrokes wait in earlyInput. */
+/** A shell is on its way (a ticket, the connection, a create out): keystrokes wait in earlyInput. */
 let creating = false
 let earlyInput = ''
 /** The size the shell has, as last sent. */
@@ -59,13 +63,25 @@ function create() {
   fit.fit()
   sent = size()
   creating = true
-  earlyInput = ''
   send({ type: 'create', ...sent })
   term.focus()
 }
 
 function sendInput(data) {
-  for (let at = 0; at < data.length; at += INPUT_CHUNK) send({ type: 'input', data: data.slice(at, at + INPUT_CHUNK) })
+  for (let at = 0; at < data.length;) {
+    let end = Math.min(data.length, at + INPUT_CHUNK)
+    // Never between the two halves of a surrogate pair (an emoji): each half alone is no character.
+    const last = data.charCodeAt(end - 1)
+    if (end < data.length && last >= 0xd800 && last <= 0xdbff) end--
+    send({ type: 'input', data: data.slice(at, end) })
+    at = end
+  }
+}
+
+/** No shell is coming (no ticket, the connection closed): what was typed for it is dropped. */
+function noShell() {
+  creating = false
+  earlyInput = ''
 }
 
 /** Tell the shell the terminal's size when it differs from what it has. */
@@ -78,16 +94,21 @@ function sendSize() {
 
 async function connect() {
   button.hidden = true
+  // Keys typed from now on wait for the shell, also while the ticket and the connection are on their way.
+  creating = true
+  earlyInput = ''
   setStatus('getting a ticket…')
   let answer
   try {
     const res = await fetch('/dev/terminal/ticket', { method: 'POST', credentials: 'same-origin' })
     answer = { ok: res.ok, status: res.status, body: await res.json().catch(() => ({})) }
   } catch {
+    noShell()
     setStatus('the platform cannot be reached', true)
     return offer('Reconnect')
   }
   if (!answer.ok) {
+    noShell()
     setStatus(answer.body.error ? `no ticket: ${answer.body.error}` : `no ticket (HTTP ${answer.status})`, true)
     return offer('Reconnect')
   }
@@ -123,7 +144,7 @@ async function connect() {
       term.write(`\r\n\x1b[31m[error: ${frame.message}]\x1b[0m\r\n`)
       // Refused before any shell ran (the create itself): offer another try.
       if (creating) {
-        creating = false
+        noShell()
         setStatus(`no shell: ${frame.message}`, true)
         offer('New shell')
       }
@@ -133,7 +154,7 @@ async function connect() {
     if (ws !== socket) return
     ws = null
     shellRunning = false
-    creating = false
+    noShell()
     const reason = CLOSE_REASONS[event.code] || `connection closed (${event.code})`
     setStatus(event.reason && event.code !== 1013 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)

@@ -11,6 +11,12 @@ declare const document: {
   getElementById(id: string): { textContent: string | null } | null
   querySelector(selector: string): { textContent: string | null } | null
 }
+/** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the tests read it. */
+declare const term: {
+  buffer: { active: { baseY: number; cursorY: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
+  unicode: { activeVersion: string }
+  paste(text: string): void
+}
 
 const CHROMIUM = '/usr/bin/chromium'
 if (!existsSync(CHROMIUM)) {
@@ -112,10 +118,37 @@ t.test('a paste of 180,000 control characters goes out in frames the bridge take
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
   // JSON writes each as \u0001, six bytes: in 256 K-character pieces that was a 1.5 MiB frame (1009).
-  await page.evaluate("term.paste('\\x01'.repeat(180000) + '\\ud83d\\ude00'.repeat(70000))")
+  await page.evaluate(() => term.paste('\x01'.repeat(180000) + '\ud83d\ude00'.repeat(70000)))
   await page.waitForTimeout(1500)
   t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+$/, 'still connected')
   t.ok(sizes.length > 2 && Math.max(...sizes) <= 1024 * 1024, `every frame within 1 MiB (largest ${Math.max(...sizes)} bytes)`)
+  await page.context().close()
+})
+
+t.test('an emoji is two columns wide on screen, as in the shell: the line being edited shows what the shell has', async (t) => {
+  const page = await signedIn('browser_emoji', true)
+  await page.goto(`${origin}/dev/terminal`)
+  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo \u{1F600}\u{1F600}\u{1F600}abc')
+  for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowLeft')
+  await page.keyboard.type('Z')
+  // With one column per emoji on screen (xterm's Unicode 6 default), readline's cursor moves by
+  // two landed elsewhere and the screen showed `echo 😀Z😀abc` for the line `echo 😀😀Z😀abc`.
+  // Functions, not strings: the page's CSP refuses eval, which a polled string predicate needs.
+  // (Each runs in the page, serialized: neither can call the other.)
+  const cursorLine = (): string => {
+    const b = term.buffer.active
+    return b.getLine(b.baseY + b.cursorY)?.translateToString(true) ?? ''
+  }
+  await page.waitForFunction(() => {
+    const b = term.buffer.active
+    return (b.getLine(b.baseY + b.cursorY)?.translateToString(true) ?? '').includes('Z')
+  }, undefined, { timeout: 15_000 })
+  t.match(await page.evaluate(cursorLine), /echo \u{1F600}\u{1F600}Z\u{1F600}abc$/u, 'the screen shows the line the shell has')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /^.*\n?\uD83D\uDE00\uD83D\uDE00Z\uD83D\uDE00abc/)
+  t.equal(await page.evaluate(() => term.unicode.activeVersion), '11')
   await page.context().close()
 })
 

@@ -92,7 +92,7 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   t.match(csp, /connect-src 'self'/)
   t.equal(page.headers.get('cache-control'), 'no-store')
   const body = await page.text()
-  for (const asset of ['xterm.js', 'addon-fit.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
+  for (const asset of ['xterm.js', 'addon-fit.js', 'addon-unicode11.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
   t.notMatch(body, /https?:\/\//, 'nothing from a CDN')
   const before = Date.now()
   const res = await dev.post('/dev/terminal/ticket')
@@ -175,6 +175,7 @@ t.test('the page\'s assets come from the installed packages', async (t) => {
     'xterm.js': ['node_modules/@xterm/xterm/lib/xterm.js', /^text\/javascript/],
     'xterm.css': ['node_modules/@xterm/xterm/css/xterm.css', /^text\/css/],
     'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
+    'addon-unicode11.js': ['node_modules/@xterm/addon-unicode11/lib/addon-unicode11.js', /^text\/javascript/],
     'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
     'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
   }

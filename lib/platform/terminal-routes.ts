@@ -16,12 +16,14 @@ const require = createRequire(import.meta.url)
 const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../lib/platform/terminal-page')
 const XTERM_DIR = path.dirname(path.dirname(require.resolve('@xterm/xterm')))
 const FIT_DIR = path.dirname(path.dirname(require.resolve('@xterm/addon-fit')))
+const UNICODE11_DIR = path.dirname(path.dirname(require.resolve('@xterm/addon-unicode11')))
 
 /** Served from the installed packages and the page directory; no CDN. */
 const ASSETS: Record<string, { file: string; type: string }> = {
   'xterm.js': { file: path.join(XTERM_DIR, 'lib/xterm.js'), type: 'text/javascript' },
   'xterm.css': { file: path.join(XTERM_DIR, 'css/xterm.css'), type: 'text/css' },
   'addon-fit.js': { file: path.join(FIT_DIR, 'lib/addon-fit.js'), type: 'text/javascript' },
+  'addon-unicode11.js': { file: path.join(UNICODE11_DIR, 'lib/addon-unicode11.js'), type: 'text/javascript' },
   'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
   'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
 }
@@ -64,6 +66,7 @@ const TERMINAL_PAGE = `<!doctype html>
 <main id="terminal"></main>
 <script src="/dev/terminal/assets/xterm.js"></script>
 <script src="/dev/terminal/assets/addon-fit.js"></script>
+<script src="/dev/terminal/assets/addon-unicode11.js"></script>
 <script src="/dev/terminal/assets/terminal.js"></script>
 </body>
 </html>

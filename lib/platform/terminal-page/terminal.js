@@ -25,9 +25,15 @@ const CLOSE_REASONS = {
 
 const statusLine = document.getElementById('status')
 const button = document.getElementById('reconnect')
-const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14 })
+// allowProposedApi: `term.unicode` is proposed API in xterm.js 6.
+const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14, allowProposedApi: true })
 const fit = new FitAddon.FitAddon()
 term.loadAddon(fit)
+// Character widths of Unicode 11, as the shell's C library counts them: with xterm's default
+// Unicode 6 tables an emoji took one column on screen and two in the shell, and line editing
+// showed other text than the line the shell had.
+term.loadAddon(new Unicode11Addon.Unicode11Addon())
+term.unicode.activeVersion = '11'
 term.open(document.getElementById('terminal'))
 fit.fit()
 

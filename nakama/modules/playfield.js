@@ -51,18 +51,20 @@ function InitModule(ctx, logger, nk, initializer) {
 function migrateRoles(nk, logger) {
   var index = readObject(nk, ROLES, 'index', SYSTEM_USER);
   var ids = index && index.value.userIds ? index.value.userIds : [];
-  for (var i = 0; i < ids.length; i++) {
-    var legacy = readObject(nk, ROLES, 'roles', ids[i]);
-    if (!legacy) continue;
-    if (!readObject(nk, ROLES, ids[i], SYSTEM_USER)) {
+  if (!ids.length) return;
+  // One read at every start for all of them; once moved, it finds nothing.
+  var legacy = nk.storageRead(ids.map(function (id) { return { collection: ROLES, key: 'roles', userId: id }; })) || [];
+  for (var i = 0; i < legacy.length; i++) {
+    var id = legacy[i].userId;
+    if (!readObject(nk, ROLES, id, SYSTEM_USER)) {
       try {
-        writeObject(nk, ROLES, ids[i], SYSTEM_USER, { roles: legacy.value.roles || [] }, null);
+        writeObject(nk, ROLES, id, SYSTEM_USER, { roles: legacy[i].value.roles || [] }, null);
       } catch (e) {
         if (!isVersionConflict(e)) throw e;
       }
     }
-    nk.storageDelete([{ collection: ROLES, key: 'roles', userId: ids[i] }]);
-    logger.info('playfield: roles of ' + ids[i] + ' moved to system-owned storage');
+    nk.storageDelete([{ collection: ROLES, key: 'roles', userId: id }]);
+    logger.info('playfield: roles of ' + id + ' moved to system-owned storage');
   }
 }
 

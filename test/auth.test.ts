@@ -230,6 +230,26 @@ t.test('another cookie of the same name, before or after the session cookie, doe
   await expectError(t, await client().get('/api/auth/session', { cookie: 'playfield_session=garbage; playfield_session=also-garbage' }), 401, 'NO_SESSION', 'none opens')
 })
 
+t.test('a logged-out session cookie sent before the user\'s own neither ends nor replaces the session', async (t) => {
+  const user = client()
+  await signUp(t, user, 'Shadowed')
+  const own = sessionOf(user)!
+  // Another site of the parent domain signs in, logs out, and puts that cookie first (cookie tossing).
+  const other = client()
+  await other.post('/api/auth/guest')
+  const spent = sessionOf(other)!
+  t.equal((await other.post('/api/auth/logout')).status, 200)
+  await expectError(t, await client().get('/api/auth/session', { cookie: `playfield_session=${spent}` }), 401, 'NO_SESSION', 'the spent cookie alone')
+  const both = { cookie: `playfield_session=${spent}; playfield_session=${own}` }
+  const res = await client().get('/api/auth/session', both)
+  t.equal(res.status, 200)
+  t.equal(((await res.json()) as SessionBody).user.username, 'Shadowed')
+  t.equal((await client().get('/api/auth/backend-token', both)).status, 200, 'the backend token too')
+  t.equal((await client().post('/api/games/neon-nibbler/launch', undefined, both)).status, 200, 'and a launch')
+  t.equal((await client().post('/api/auth/logout', undefined, both)).status, 200)
+  await expectError(t, await client().get('/api/auth/session', { cookie: `playfield_session=${own}` }), 401, 'NO_SESSION', 'logout ends the live session behind the spent one')
+})
+
 t.test('logout without a session answers 200 too; logout refuses a non-object body', async (t) => {
   const res = await client().post('/api/auth/logout')
   t.equal(res.status, 200)

@@ -5,7 +5,7 @@ import { json } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
 import { isPasswordText, LoginBody, RegisterBody } from './schemas.js'
-import { renamedState, requireSession, sessionCookie, stateOf } from './session.js'
+import { activeSession, renamedState, requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
 /**
@@ -82,7 +82,7 @@ export function authRoutes(router: Router, app: App): void {
   // Public and idempotent: without a session it still answers 200 and clears the cookie.
   router.add('POST', '/api/auth/logout', async (ctx) => {
     await readIgnoredBody(ctx.req)
-    const state = cookie.read(ctx, app.now())
+    const state = await activeSession(app.config, app.backend, ctx, app.now())
     if (state) await app.backend.logout({ token: state.t, refreshToken: state.rt })
     cookie.clear(ctx)
     json(ctx.res, 200, { success: true }, NO_STORE)

@@ -14,8 +14,8 @@ const FALLBACK_LIFETIME_MS = 30 * 86_400_000
 
 /** Reads and writes the sealed `playfield_session` cookie. */
 interface SessionCookie {
-  /** The state in the request's cookie when it opens and has not expired; null otherwise. */
-  read(ctx: RouteContext, now: number): SessionState | null
+  /** The states of the request's cookies of this name that open and have not expired, in header order. */
+  read(ctx: RouteContext, now: number): SessionState[]
   /** Set the cookie to `state`; it lives until the state's `exp`. */
   write(ctx: RouteContext, state: SessionState, now: number): void
   /** Tell the browser to drop the cookie. */
@@ -46,16 +46,17 @@ function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
   return {
     read(ctx, now) {
       const header = ctx.req.headers.cookie
-      if (!header) return null
+      const states: SessionState[] = []
+      if (!header) return states
       // A cookie of the same name that another site of the parent domain set (cookie tossing)
-      // comes too, often first: each is tried, and the one that opens counts.
+      // comes too, often first: each is opened, and activeSession picks among those that open.
       for (const pair of header.split(';')) {
         if (!pair.trimStart().startsWith(`${COOKIE_NAME}=`)) continue
         const value = parseCookie(pair)[COOKIE_NAME]
         const state = value ? unseal(value, keys, now) : null
-        if (state) return state
+        if (state) states.push(state)
       }
-      return null
+      return states
     },
     write(ctx, state, now) {
       const maxAge = Math.max(0, Math.floor((state.exp - now) / 1000))
@@ -112,11 +113,22 @@ function jwtExpiry(token: string): number | null {
   }
 }
 
-/** The request's session state when its cookie opens and the backend still honours its refresh token; else 401 NO_SESSION. */
+/**
+ * The first of the request's cookies that opens and whose refresh token the backend still
+ * honours; null when none does. Logout revokes the refresh token, so an old copy of a cookie
+ * stops here, and a logged-out cookie another site put first cannot hide the user's own.
+ */
+export async function activeSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState | null> {
+  for (const state of sessionCookie(config).read(ctx, now)) {
+    if (await backend.sessionActive(state.rt)) return state
+  }
+  return null
+}
+
+/** The request's active session state (activeSession); else 401 NO_SESSION. */
 export async function requireSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState> {
-  const state = sessionCookie(config).read(ctx, now)
-  // Logout revokes the refresh token in the backend, so an old copy of the cookie stops here.
-  if (!state || !(await backend.sessionActive(state.rt))) throw new HttpError(401, 'NO_SESSION', 'no session')
+  const state = await activeSession(config, backend, ctx, now)
+  if (!state) throw new HttpError(401, 'NO_SESSION', 'no session')
   return state
 }
 
@@ -130,9 +142,8 @@ export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, n
       return { id: state.uid, username: state.usn }
     },
     async optional(ctx) {
-      const state = sessionCookie(config).read(ctx, now())
-      if (!state || !(await backend.sessionActive(state.rt))) return null
-      return { id: state.uid, username: state.usn }
+      const state = await activeSession(config, backend, ctx, now())
+      return state && { id: state.uid, username: state.usn }
     },
   }
 }

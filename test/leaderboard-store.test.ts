@@ -210,6 +210,20 @@ t.test('a changed configuration replaces the stored one and re-ranks', async (t)
   await t.rejects(store.writeRecord(write('best-desc', 'a', 5), NOW), { status: 404, code: 'LEADERBOARD_NOT_FOUND' }, 'a board gone from the catalogue is not served')
 })
 
+t.test('a configuration changed while writes wait for their commit keeps them: none is lost, none inserted twice', async (t) => {
+  const { store, row } = await open()
+  await store.writeRecord(write('incr-desc', 'a', 1), NOW)
+  // Both writes are in memory and queued, not committed, when the reload rebuilds the board.
+  const queued = [store.writeRecord(write('incr-desc', 'a', 1), NOW), store.writeRecord(write('incr-desc', 'b', 1), NOW)]
+  await store.syncLeaderboards([...BOARDS.filter((b) => b.id !== 'incr-desc'), board('incr-desc', 'incr', 'asc')])
+  t.same((await Promise.all(queued)).map((r) => r.score), [2, 1])
+  t.same((await store.writeRecord(write('incr-desc', 'a', 1), NOW)).score, 3, 'builds on the committed 2')
+  t.same((await store.writeRecord(write('incr-desc', 'b', 1), NOW)).score, 2, 'an update, not a second insert')
+  t.same([row('incr-desc', 'a'), row('incr-desc', 'b')].map((r) => (r as { score: number }).score), [3, 2])
+  const page = await store.listRecords({ leaderboardId: 'incr-desc', limit: 5 }, NOW)
+  t.same(page.records.map((r) => [r.owner_id, r.score, r.rank]), [['b', 2, 1], ['a', 3, 2]], 'served as stored, ascending now')
+})
+
 t.test('launches are recorded', async (t) => {
   const { store, db } = await open()
   await store.recordLaunch({ sessionId: 's1', gameId: 'g', userId: 'u', time: NOW })

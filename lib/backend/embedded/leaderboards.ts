@@ -155,6 +155,10 @@ export class LeaderboardStore implements LeaderboardPart {
   }
 
   #fill(config: LeaderboardConfig, expiry: number): RankIndex<Entry> {
+    // Writes already in memory but still queued for the next commit are not in the database yet:
+    // commit them first, or the new index would lack them and a later write would build on (or
+    // insert over) a record the database already holds.
+    this.#commits.flush()
     const entries = this.#sql.selectPeriod.all(config.id, expiry) as Entry[]
     return RankIndex.build(entries, rankComparator(config.sortOrder))
   }

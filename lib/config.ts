@@ -20,7 +20,8 @@ function variable(schema: TSchema, expected: string): Variable {
 
 const PORT = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'an integer from 0 to 65535')
 const HOST = variable(Type.String({ minLength: 1, pattern: '^[0-9A-Za-z.:\\-\\[\\]]+$' }), 'an IP address or host name')
-const PATH = variable(Type.String({ minLength: 1 }), 'a directory path')
+// No space at either end: `DATA_DIR="/srv/data "` names another, empty directory.
+const PATH = variable(Type.String({ pattern: '^\\S(.*\\S)?$' }), 'a directory path')
 // Spaces around the commas are allowed; each entry is then held to the exact form by originList.
 const ORIGINS = variable(
   Type.String({ pattern: '^\\s*https?://[^,\\s]+(\\s*,\\s*https?://[^,\\s]+)*\\s*$' }),
@@ -71,11 +72,12 @@ function port(env: Env, name: string, fallback: string): number {
 function trustList(raw: string): BlockList {
   const trusted = new BlockList()
   for (const entry of list(raw)) {
-    const [address, bits] = entry.split('/') as [string, string | undefined]
+    const [address, bits, ...rest] = entry.split('/') as [string, string | undefined]
     const family = isIP(address)
-    const prefix = bits === undefined ? undefined : Number(bits)
+    // Digits only: Number('') is 0, and `10.0.0.1/` must not become 10.0.0.1/0, every address.
+    const prefix = bits === undefined ? undefined : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
     const max = family === 6 ? 128 : 32
-    if (family === 0 || (prefix !== undefined && !(Number.isInteger(prefix) && prefix >= 0 && prefix <= max))) {
+    if (family === 0 || rest.length > 0 || (prefix !== undefined && !(prefix >= 0 && prefix <= max))) {
       throw new ConfigError(`TRUST_PROXY: ${JSON.stringify(entry)} is invalid; expected ${PROXIES.expected}`)
     }
     const type = family === 6 ? 'ipv6' : 'ipv4'
@@ -132,16 +134,19 @@ const DEFAULT_ORIGINS = 'http://127.0.0.1:3000,http://localhost:3000'
  * no path or query): the check compares strings, so `https://Play.Example.com:443` would match no
  * request and refuse every state-changing one. Such an entry is a bad value, with the form to use.
  */
+const HOST_FORM = /^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?)(:\d+)?$/
 function originList(value: string): string[] {
   return list(value).map((entry) => {
-    let origin: string | null = null
+    let url: URL | null = null
     try {
-      origin = new URL(entry).origin
+      url = new URL(entry)
     } catch {
       // not a URL at all: reported below
     }
+    // A host browsers can send: `https://*.example.com` parses, but no Origin header ever holds it.
+    const origin = url && HOST_FORM.test(url.host) ? url.origin : null
     if (origin === entry) return entry
-    const hint = origin && origin !== 'null' ? `; write it as ${origin}` : ''
+    const hint = origin ? `; write it as ${origin}` : ''
     throw new ConfigError(`PLATFORM_ORIGINS: ${JSON.stringify(entry)} is not an origin as browsers send it${hint}; expected a comma list of origins like https://play.example.com`)
   })
 }

@@ -24,6 +24,15 @@ const BAD: [Record<string, string>, string][] = [
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
+  // A prefix is digits: `10.0.0.1/` read as /0 would trust every IPv4 client's X-Forwarded-For.
+  ...['10.0.0.1/', '10.0.0.1/24/8', '::1//64'].map((entry): [Record<string, string>, string] => [
+    { TRUST_PROXY: `127.0.0.1,${entry}` },
+    `TRUST_PROXY: ${JSON.stringify(entry)} is invalid; expected a comma list of IP addresses or CIDR ranges`,
+  ]),
+  [{ PLATFORM_ORIGINS: 'https://*.example.com' },
+    'PLATFORM_ORIGINS: "https://*.example.com" is not an origin as browsers send it; expected a comma list of origins like https://play.example.com'],
+  [{ DATA_DIR: '/srv/data ' }, 'DATA_DIR: "/srv/data " is invalid; expected a directory path'],
+  [{ MANIFESTS_DIR: ' ' }, 'MANIFESTS_DIR: " " is invalid; expected a directory path'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'server:key', NAKAMA_HTTP_KEY: 'httpkey' },
     'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },

@@ -36,15 +36,24 @@ const CASES: Record<string, string[]> = {
   'min-above-max': [`${F}: $.playerCount.min: must be <= $.playerCount.max (4 > 2)`],
   'iframe-playurl': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
   'native-playurl': [`${F}: $.playUrl: must be "/play/broken-game" for a native-component game`],
-  'absolute-thumbnail': [`${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, no spaces)`],
+  'absolute-thumbnail': [`${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`],
   // URL parsing reads `\` as `/`: `/\evil.example/x` would resolve to another site.
   'backslash-paths': [
-    `${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
-    `${F}: $.playUrl: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
-    `${F}: $.screenshots[0]: must be a relative path (no scheme, no //, no backslashes, no spaces)`,
-    `${F}: $.verifiedPlayCapture.imageUrl: must be a relative path (no backslashes) whose query carries v=<timestamp>`,
+    `${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.playUrl: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.screenshots[0]: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.verifiedPlayCapture.imageUrl: must be a relative path (no backslashes, spaces or control characters) whose query carries v=<timestamp>`,
   ],
   // Date.parse rolls 2026-02-30 over to March 2 and reads 24:00 as the next day.
+  // URL parsing strips a leading control character: `\u0001//evil.example/` would leave the site.
+  'control-character-paths': [
+    `${F}: $.thumbnail: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.playUrl: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.screenshots[0]: must be a relative path (no scheme, no //, no backslashes, spaces or control characters)`,
+    `${F}: $.verifiedPlayCapture.imageUrl: must be a relative path (no backslashes, spaces or control characters) whose query carries v=<timestamp>`,
+  ],
+  // A `?` after the `#` is the fragment's, not a query.
+  'fragment-embed': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
   'impossible-dates': [`${F}: $.lastUpdated: is not a real date and time`, `${F}: $.verifiedPlayCapture.capturedAt: is not a real date and time`],
   'default-not-in-ids': [`${F}: $.leaderboards.default: "weekly" is not among leaderboards.ids`],
   'config-key-not-in-ids': [`${F}: $.leaderboards.configs["extra-board"]: "extra-board" is not among leaderboards.ids`],

@@ -7,23 +7,25 @@ const SLUG = '^[a-z0-9][a-z0-9_-]{0,63}$'
 const BOARD_ID = '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'
 /** No scheme, not protocol-relative, no spaces: a path on the platform's own origin. */
 // No backslash anywhere: URL parsing reads `\` as `/`, so `/\\evil.example/x` would leave the site.
-const RELATIVE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)[^\\s\\\\]+$'
-const ADDRESS = '^(https?://\\S+|(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)[^\\s\\\\]+)$'
+// No control character: URL parsing strips leading ones, so `\u0001//evil.example/` would too.
+const PLAIN = '[^\\s\\\\\\x00-\\x1f\\x7f]'
+const RELATIVE = `^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)${PLAIN}+$`
+const ADDRESS = `^(https?://${PLAIN}+|(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)${PLAIN}+)$`
 const UTC_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$'
 const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$'
 const SEMVER = '^\\d+\\.\\d+\\.\\d+(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?$'
-const CAPTURE_IMAGE = '^(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)[^\\s\\\\]*\\?([^\\s\\\\]*&)?v=[^&\\s\\\\]+'
+const CAPTURE_IMAGE = `^(?=${PLAIN}+$)(?![A-Za-z][A-Za-z0-9+.-]*:)(?!//)[^?]*\\?([^&]*&)*v=[^&]`
 
 /** What a pattern means, for problem lines ("must be <this>"). */
 export const PATTERN_TEXT: ReadonlyMap<string, string> = new Map([
   [SLUG, 'a slug: 1-64 of a-z 0-9 _ -, starting with a letter or digit'],
   [BOARD_ID, 'a leaderboard id: 1-128 of A-Z a-z 0-9 _ . : -, starting with a letter or digit'],
-  [RELATIVE, 'a relative path (no scheme, no //, no backslashes, no spaces)'],
-  [ADDRESS, 'an http(s) URL or a relative path (no backslashes)'],
+  [RELATIVE, 'a relative path (no scheme, no //, no backslashes, spaces or control characters)'],
+  [ADDRESS, 'an http(s) URL or a relative path (no backslashes, spaces or control characters)'],
   [UTC_TIME, 'an ISO 8601 UTC timestamp like 2026-01-31T12:00:00Z'],
   [ISO_TIME, 'an ISO 8601 timestamp with Z or an offset'],
   [SEMVER, 'a semantic version like 1.2.3'],
-  [CAPTURE_IMAGE, 'a relative path (no backslashes) whose query carries v=<timestamp>'],
+  [CAPTURE_IMAGE, 'a relative path (no backslashes, spaces or control characters) whose query carries v=<timestamp>'],
 ])
 
 const Text = Type.String({ minLength: 1, maxLength: 4096 })

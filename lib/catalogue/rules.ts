@@ -48,9 +48,11 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function hasEmbedQuery(url: string): boolean {
-  const q = url.indexOf('?')
+  // The query ends at the fragment: `/x.html#?embed=1` has none.
+  const beforeFragment = url.split('#')[0]!
+  const q = beforeFragment.indexOf('?')
   if (q < 0) return false
-  return new URLSearchParams(url.slice(q + 1).split('#')[0]).getAll('embed').includes('1')
+  return new URLSearchParams(beforeFragment.slice(q + 1)).getAll('embed').includes('1')
 }
 
 /** Report each repeated string; entries that are not strings (a schema problem already) are skipped. */

@@ -31,9 +31,12 @@ export function authRoutes(router: Router, app: App): void {
   /**
    * Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address
    * is limited. A login checks its password only in a place the limit gives it (SigninLimit), and
-   * counts as a failure when the credentials were wrong.
+   * counts as a failure when the credentials were wrong. A new account (guest, register) has no
+   * roles yet; a login's are read before the cookie is set, so a backend failure there answers
+   * 503 with no cookie, never a 503 that signed the client in.
    */
-  const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, checksPassword = false): Promise<void> => {
+  const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, kind: 'new' | 'login'): Promise<void> => {
+    const checksPassword = kind === 'login'
     const place = checksPassword ? await limit.acquire(ctx.ip, () => app.now()) : null
     if (place && !place.ok) throw rateLimited(place.busy ? 'too many sign-ins in progress from this address' : 'too many failed sign-ins from this address', place.waitMs)
     const waitMs = place ? 0 : await limit.waitMs(ctx.ip, app.now())
@@ -48,9 +51,8 @@ export function authRoutes(router: Router, app: App): void {
     } finally {
       if (place?.ok) await place.release(wrongCredentials, app.now())
     }
+    const roles = kind === 'login' ? ((await app.backend.getAccount(session.userId))?.roles ?? []) : []
     cookie.write(ctx, stateOf(session, app.now()), app.now())
-    const account = await app.backend.getAccount(session.userId)
-    const roles = account?.roles ?? []
     json(ctx.res, 200, { success: true, user: { id: session.userId, username: session.username, roles } }, NO_STORE)
   }
 
@@ -58,14 +60,14 @@ export function authRoutes(router: Router, app: App): void {
     signIn(ctx, async () => {
       await readIgnoredBody(ctx.req)
       return app.backend.authenticateGuest()
-    }),
+    }, 'new'),
   )
 
   router.add('POST', '/api/auth/register', (ctx) =>
     signIn(ctx, async () => {
       const { username, password } = check(RegisterBody, nfcPassword(await readJson(ctx.req)))
       return app.backend.register(username, password)
-    }),
+    }, 'new'),
   )
 
   router.add('POST', '/api/auth/login', async (ctx) => {
@@ -76,7 +78,7 @@ export function authRoutes(router: Router, app: App): void {
       // No account can have such a password (register refuses it): a wrong credential, counted.
       if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
       return app.backend.login(username, password)
-    }, true)
+    }, 'login')
   })
 
   // Public and idempotent: without a session it still answers 200 and clears the cookie.

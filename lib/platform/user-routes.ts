@@ -1,5 +1,6 @@
 import { readBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
+import { logLine } from '../http/log.js'
 import { json } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { RENAME_RULE } from '../limiter.js'
@@ -18,7 +19,15 @@ export function userRoutes(router: Router, app: App): void {
     await keepListedNames(app, state.uid, username)
     // One backend step: bucket read, take, rename, bucket write; 409 or 429 leave everything as it was.
     const account = await app.backend.renameUser(state.uid, username, RENAME_RULE, app.now())
-    if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())
+    // The rename is done: a failure to refresh the token now must not answer it as failed. The
+    // cookie then keeps its old name, which the next session or token request brings up to date.
+    if (account.username !== state.usn) {
+      const renamed = await renamedState(app.backend, state, account.username, app.now()).catch((err: unknown) => {
+        logLine({ event: 'user.rename_refresh_failed', userId: state.uid, error: err instanceof Error ? err.message : String(err) })
+        return null
+      })
+      if (renamed) cookie.write(ctx, renamed, app.now())
+    }
     json(ctx.res, 200, { success: true, username: account.username }, { 'cache-control': 'no-store' })
   })
 }

@@ -32,7 +32,13 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
 }
 
 function loadOrCreate(file: string): string[] {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+  // One level (DATA_DIR is checked to exist first): mkdirSync's recursive mode loops without end
+  // under a directory that refuses new entries, such as /proc.
+  try {
+    mkdirSync(path.dirname(file), { mode: 0o700 })
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+  }
   const existing = readSecret(file)
   if (existing !== null) return [existing]
   const secret = randomBytes(32).toString('base64url')

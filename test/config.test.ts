@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { ConfigError, loadPlatformConfig } from '../lib/config.js'
@@ -99,6 +99,13 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
   // A DATA_DIR whose secrets folder cannot be made (a file stands there): as for one this user may not write.
   const noSecrets = tempDir()
   writeFileSync(path.join(noSecrets, 'secrets'), 'not a directory')
+  // A DATA_DIR that is fine but whose database is no database, or a directory.
+  const corrupt = tempDir()
+  writeFileSync(path.join(corrupt, 'playfield.sqlite'), 'garbage, not a database')
+  const dirDb = tempDir()
+  mkdirSync(path.join(dirDb, 'playfield.sqlite'))
+  const dbLine = (dir: string, why: string) =>
+    `DATA_DIR: the database "${dir}/playfield.sqlite" cannot be used (${why}); expected a DATA_DIR whose playfield.sqlite is a SQLite database this user can read and write`
   const secretLine = (dir: string) =>
     new RegExp(`^DATA_DIR: the secret file "${dir}/secrets/[a-z-]+" cannot be read or created \\(E[A-Z]+\\); expected a DATA_DIR this user can write, or the secret in its environment variable$`)
   const cases: [Record<string, string>, string | RegExp, string?][] = [
@@ -110,6 +117,8 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
     [{ DATA_DIR: file }, `DATA_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
     [{ DATA_DIR: '/proc/playfield-nowhere/data' }, `DATA_DIR: "/proc/playfield-nowhere/data" cannot be created (ENOENT); ${expected}`, 'under a parent that refuses entries: no endless mkdir'],
     [{ DATA_DIR: noSecrets }, secretLine(noSecrets), 'a DATA_DIR where no secret can be generated'],
+    [{ DATA_DIR: corrupt }, dbLine(corrupt, 'SQLITE_NOTADB: file is not a database'), 'a database file that is no database: no stack trace'],
+    [{ DATA_DIR: dirDb }, dbLine(dirDb, 'SQLITE_CANTOPEN: unable to open database file'), 'a directory where the database should be'],
     [{ SCREENSHOTS_DIR: '/dev/null/x' }, `SCREENSHOTS_DIR: "/dev/null/x" cannot be read (ENOTDIR); ${expected}`],
     [{ SCREENSHOTS_DIR: file }, `SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; ${expected}`],
     [{ MANIFESTS_DIR: '/nonexistent/manifests' }, 'MANIFESTS_DIR: "/nonexistent/manifests" does not exist; expected a directory of game manifests'],
@@ -138,6 +147,12 @@ t.test('an unusable directory or listen address is a bad value too: exit 2 and o
   )
   t.equal(bridgeShell.message, 'process exited (2) before ready: config: SHELL: "/nonexistent/shell" cannot be used (ENOENT); expected an absolute path to a shell\n', 'a missing shell')
   t.equal(bridgeDir.message, `process exited (2) before ready: config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); ${expected}\n`, 'the bridge\'s DATA_DIR')
+  // /proc refuses new entries: the secrets folder is one mkdir, not mkdirSync's endless recursive loop.
+  const bridgeProc = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { DATA_DIR: '/proc', TERMINAL_USER: 'nobody' } }).then(
+    () => new Error('started'),
+    (err: Error) => err,
+  )
+  t.match(bridgeProc.message, /^process exited \(2\) before ready: config: DATA_DIR: the secret file "\/proc\/secrets\/terminal-ticket-secret" cannot be read or created \(E[A-Z]+\);/, 'a bridge DATA_DIR under which nothing can be made')
   const bridgeSecrets = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { DATA_DIR: noSecrets, TERMINAL_USER: 'nobody' } }).then(
     () => new Error('started'),
     (err: Error) => err,

@@ -2,6 +2,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { HttpError } from '../../http/errors.js'
 import { checkDirectories } from '../../config-checks.js'
+import { ConfigError } from '../../config-error.js'
 
 /** One schema step; applied once, in order of `version`, inside a transaction. */
 export interface Migration {
@@ -15,11 +16,29 @@ const DATABASE_FILE = 'playfield.sqlite'
 
 /**
  * Open (creating) `DATA_DIR/playfield.sqlite` with WAL and foreign keys on, and apply pending
- * migrations. Throws a ConfigError (one line) when DATA_DIR cannot be created or written.
+ * migrations. Throws a ConfigError (one line) when DATA_DIR cannot be created or written, or its
+ * database file cannot be used (not a database, a directory, another account's).
  */
 export function openDatabase(dataDir: string, migrations: readonly Migration[]): Database.Database {
   checkDirectories({ dataDir })
-  const db = new Database(path.join(dataDir, DATABASE_FILE))
+  const file = path.join(dataDir, DATABASE_FILE)
+  let db: Database.Database | undefined
+  try {
+    db = new Database(file)
+    prepare(db, migrations)
+    return db
+  } catch (err) {
+    db?.close()
+    // A file that is no database, a directory, or one another account owns: one line, exit 2.
+    const code = (err as { code?: unknown } | null)?.code
+    if (typeof code !== 'string') throw err
+    const why = err instanceof Error && err.message !== code ? `${code}: ${err.message}` : code
+    throw new ConfigError(`DATA_DIR: the database ${JSON.stringify(file)} cannot be used (${why}); expected a DATA_DIR whose ${DATABASE_FILE} is a SQLite database this user can read and write`)
+  }
+}
+
+/** Settings and migrations of a newly opened database. */
+function prepare(db: Database.Database, migrations: readonly Migration[]): void {
   // First, so that everything below waits for another process opening the same file.
   db.pragma('busy_timeout = 5000')
   // Processes that open a new file together can get "database is locked" at once from the
@@ -38,7 +57,6 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
   db.pragma('wal_autocheckpoint = 10000')
   db.pragma('cache_size = -65536')
   untilNotBusy(() => migrate(db, migrations))
-  return db
 }
 
 /** Run `step` again while it fails with SQLITE_BUSY, for up to BUSY_RETRY_MS. */

@@ -182,6 +182,17 @@ t.test('an omitted capture is read from SCREENSHOTS_DIR and validated there', as
   )
 })
 
+t.test('a capture file that cannot be read is a problem only for a manifest that omits its own', async (t) => {
+  const screenshots = tempDir()
+  mkdirSync(path.join(screenshots, 'games/broken-game/latest.json'), { recursive: true })
+  const own = await check(path.join(FIXTURES, 'valid'), screenshots)
+  t.equal(own.stderr, '', 'the manifest carries its capture: the file is never read')
+  t.equal(own.code, 0)
+  const omitted = await check(path.join(FIXTURES, 'capture-from-screenshots'), screenshots)
+  t.equal(omitted.stderr, `${path.join(screenshots, 'games/broken-game/latest.json')}: $: cannot be read (EISDIR)\n`)
+  t.equal(omitted.code, 1)
+})
+
 t.test('every file in manifests/ passes bin/platform check', async (t) => {
   const run = await check(path.join(ROOT, 'manifests'))
   t.equal(run.stderr, '')

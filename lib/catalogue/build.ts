@@ -14,8 +14,11 @@ export interface ManifestFile {
   /** The id the file name implies (name without `.json`). */
   id: string
   text: string
-  /** SCREENSHOTS_DIR/games/<id>/latest.json, read only when the manifest omits verifiedPlayCapture. */
-  capture?: { file: string; text: string }
+  /**
+   * SCREENSHOTS_DIR/games/<id>/latest.json when it exists: its text, or why it cannot be read. Used
+   * (and a read failure reported) only when the manifest omits verifiedPlayCapture.
+   */
+  capture?: { file: string; text: string } | { file: string; unreadable: string }
 }
 
 /** Either a catalogue or every problem found; pure, so check and start agree line for line. */
@@ -45,6 +48,10 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
   const manifest = value as Manifest
   if (manifest.verifiedPlayCapture !== undefined) return manifest as Game
   let capture: unknown = null
+  if (input.capture && 'unreadable' in input.capture) {
+    problems.push({ file: input.capture.file, path: '$', message: `cannot be read (${input.capture.unreadable})` })
+    return null
+  }
   if (input.capture) {
     capture = parseJson(input.capture.text, input.capture.file, problems)
     const bad = capture === undefined ? [] : captureProblems(capture, input.capture.file)

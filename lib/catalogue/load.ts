@@ -10,7 +10,8 @@ type Dirs = Pick<PlatformConfig, 'manifestsDir' | 'screenshotsDir'>
 
 /**
  * One manifest file and its capture. A file that cannot be read is a problem of its own, so one run
- * still reports every other file's problems (a directory named x.json, a dangling editor link).
+ * still reports every other file's problems (a directory named x.json, a dangling editor link). A
+ * capture that cannot be read is a problem only for a manifest that omits its own (build.ts).
  */
 function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFile | null {
   const id = file.slice(0, -'.json'.length)
@@ -27,8 +28,7 @@ function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFi
   try {
     return { file, id, text, capture: { file: capturePath, text: readFileSync(capturePath, 'utf8') } }
   } catch (err) {
-    if (errorCode(err) !== 'ENOENT') problems.push({ file: capturePath, path: '$', message: `cannot be read (${errorCode(err)})` })
-    return { file, id, text }
+    return errorCode(err) === 'ENOENT' ? { file, id, text } : { file, id, text, capture: { file: capturePath, unreadable: errorCode(err) } }
   }
 }
 

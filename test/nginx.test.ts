@@ -147,6 +147,103 @@ t.test('a state-changing request with a foreign Origin is refused through the pr
   t.same(JSON.parse(res.body), { error: JSON.parse(res.body).error, code: 'FORBIDDEN_ORIGIN' })
 })
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const TOO_LARGE_BODY = { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' }
+const TOO_LARGE_HEADERS = { error: 'request headers larger than 16 KiB (a long URL counts)', code: 'HEADERS_TOO_LARGE' }
+const JSON_BODY = { origin: ORIGIN, 'content-type': 'application/json' }
+
+/** The body as JSON, or as the text it is when it is not JSON (nginx's own HTML pages). */
+function jsonOf(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** The platform's log line for the request `id`, once written; undefined when it never comes. */
+function platformLine(id: unknown): Promise<Record<string, unknown> | undefined> {
+  return waitForLog(platform, (l) => l.id === id)
+}
+
+/** Wait for nginx's access log to name `id`: the site logs the id of each answer nginx gives itself. */
+async function nginxLogged(id: string): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (nginx.accessLog().includes(id)) return true
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return false
+}
+
+t.test('a body over 65,536 bytes is 413 PAYLOAD_TOO_LARGE in JSON through nginx, as from the platform directly', async (t) => {
+  const direct = await request('POST', `${platform.url}/api/auth/login`, { headers: JSON_BODY, raw: Buffer.alloc(65_537, 'a') })
+  t.equal(direct.status, 413, 'the platform refuses 65,537 bytes')
+  t.same(jsonOf(direct.body), TOO_LARGE_BODY)
+  for (const size of [65_537, 1_000_000, 2 * 1024 * 1024]) {
+    for (const chunked of [false, true]) {
+      const how = `${size} bytes ${chunked ? 'chunked' : 'with Content-Length'}`
+      const res = await request('POST', `${BASE}/api/auth/login`, { ca, headers: JSON_BODY, raw: Buffer.alloc(size, 'a'), chunked })
+      t.equal(res.status, 413, how)
+      t.equal(res.headers['content-type'], direct.headers['content-type'], `${how}: ${direct.headers['content-type']}`)
+      t.same(jsonOf(res.body), TOO_LARGE_BODY, `${how}: the contract's body, not nginx's HTML`)
+      t.equal(res.headers.vary, 'Origin')
+      t.equal(res.headers['strict-transport-security'], 'max-age=63072000')
+      const id = String(res.headers['x-request-id'])
+      t.match(id, UUID, `${how}: an X-Request-Id shaped like the platform's`)
+      t.ok(await nginxLogged(id), `${how}: answered by nginx, its id in nginx's access log`)
+    }
+  }
+})
+
+t.test('a body of exactly 65,536 bytes passes nginx and is read by the platform', async (t) => {
+  for (const chunked of [false, true]) {
+    const res = await request('POST', `${BASE}/api/auth/login`, { ca, headers: JSON_BODY, raw: Buffer.alloc(65_536, 'a'), chunked })
+    t.equal(res.status, 400, 'not JSON, and not too large')
+    t.equal((jsonOf(res.body) as { code?: string }).code, 'INVALID_JSON')
+    t.match(await platformLine(res.headers['x-request-id']), { event: 'http.request', status: 400, path: '/api/auth/login' })
+  }
+})
+
+t.test('a 10 KiB request header passes nginx and is answered by the platform', async (t) => {
+  const res = await request('GET', `${BASE}/api/games`, { ca, headers: { 'x-big': 'a'.repeat(10 * 1024) } })
+  t.equal(res.status, 200)
+  t.match(jsonOf(res.body), { success: true, games: [{}] })
+  t.match(await platformLine(res.headers['x-request-id']), { event: 'http.request', status: 200, path: '/api/games' })
+})
+
+t.test('headers over 16 KiB are 431 HEADERS_TOO_LARGE in JSON through nginx, as from the platform directly', async (t) => {
+  const KiB = 1024
+  const headers15 = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`x-big-${i}`, 'a'.repeat(15 * KiB)]))
+  const cases: { name: string; path: string; headers: Record<string, string>; raw?: Buffer; answeredBy: 'platform' | 'nginx' }[] = [
+    { name: 'one 17 KiB header', path: '/api/games', headers: { 'x-big': 'a'.repeat(17 * KiB) }, answeredBy: 'platform' },
+    { name: 'a 20 KiB URL', path: `/api/games?x=${'a'.repeat(20 * KiB)}`, headers: {}, answeredBy: 'platform' },
+    // The most nginx passes on: a body held in memory goes out with the headers in one write, so
+    // the platform's early 431 and close cannot cut nginx's write short (which nginx answers 502).
+    { name: 'eight 15 KiB headers and a 64 KiB body', path: '/api/auth/login', headers: { ...headers15(8), ...JSON_BODY }, raw: Buffer.alloc(65_536, 'a'), answeredBy: 'platform' },
+    { name: 'one 40 KiB header', path: '/api/games', headers: { 'x-big': 'a'.repeat(40 * KiB) }, answeredBy: 'nginx' },
+    { name: 'ten 15 KiB headers', path: '/api/games', headers: headers15(10), answeredBy: 'nginx' },
+    { name: 'a 40 KiB URL', path: `/api/games?x=${'a'.repeat(40 * KiB)}`, headers: {}, answeredBy: 'nginx' },
+  ]
+  for (const { name, path, headers, raw, answeredBy } of cases) {
+    // Directly without the body: the platform answers on the headers alone, and closes.
+    const direct = await request(raw ? 'POST' : 'GET', `${platform.url}${path}`, { headers })
+    t.equal(direct.status, 431, `${name}: the platform answers 431 directly`)
+    t.same(jsonOf(direct.body), TOO_LARGE_HEADERS)
+    const res = await request(raw ? 'POST' : 'GET', `${BASE}${path}`, { ca, headers, raw })
+    t.equal(res.status, 431, `${name}: 431 through nginx`)
+    t.equal(res.headers['content-type'], direct.headers['content-type'])
+    t.same(jsonOf(res.body), TOO_LARGE_HEADERS, `${name}: the contract's body, not nginx's HTML`)
+    t.equal(res.headers.vary, 'Origin')
+    const id = String(res.headers['x-request-id'])
+    t.match(id, UUID)
+    if (answeredBy === 'platform') {
+      t.match(await platformLine(id), { event: 'http.client_error', status: 431 }, `${name}: answered by the platform`)
+    } else {
+      t.ok(await nginxLogged(id), `${name}: answered by nginx, its id in nginx's access log`)
+    }
+  }
+})
+
 /** Sign `DEVELOPER` up (or in) through the proxy; the session cookie. */
 async function signIn(): Promise<string> {
   let res = await request('POST', `${BASE}/api/auth/register`, { ca, headers: { origin: ORIGIN }, body: DEVELOPER })

@@ -51,7 +51,7 @@ export function siteConfig(ports: SitePorts, files: { cert: string; key: string;
   swap('server 127.0.0.1:7681;', `server 127.0.0.1:${ports.terminal};`, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/fullchain\.pem/g, files.cert, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/privkey\.pem/g, files.key, 1)
-  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 3)
+  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 5)
   return text
 }
 
@@ -140,21 +140,30 @@ export interface Answer {
 
 export interface RequestOptions {
   headers?: Record<string, string>
+  /** Sent as JSON, with Content-Type application/json unless given. */
   body?: unknown
+  /** Sent as these bytes instead of `body`: with Content-Length, or chunked with `chunked`. */
+  raw?: Buffer
+  /** Send `raw` with Transfer-Encoding: chunked, in 64 KiB chunks. */
+  chunked?: boolean
   /** Source address of the connection (any 127.x address works on Linux loopback). */
   localAddress?: string
   /** CA to trust; plain http when omitted. */
   ca?: Buffer
 }
 
+/** The size of each chunk `request` writes for a chunked body. */
+const CHUNK_BYTES = 64 * 1024
+
 /** One request over node:https (checking the certificate against `ca`) or node:http. */
 export function request(method: string, url: string, options: RequestOptions = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers }
-  let payload: string | undefined
+  let payload: string | Buffer | undefined = options.raw
   if (options.body !== undefined) {
     payload = JSON.stringify(options.body)
     headers['content-type'] ??= 'application/json'
   }
+  if (options.chunked) headers['transfer-encoding'] = 'chunked'
   const transport = url.startsWith('https:') ? https : http
   return new Promise((resolve, reject) => {
     const req = transport.request(url, {
@@ -169,6 +178,12 @@ export function request(method: string, url: string, options: RequestOptions = {
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
     })
     req.on('error', reject)
-    req.end(payload)
+    if (options.chunked && payload !== undefined) {
+      const bytes = Buffer.from(payload)
+      for (let at = 0; at < bytes.length; at += CHUNK_BYTES) req.write(bytes.subarray(at, at + CHUNK_BYTES))
+      req.end()
+    } else {
+      req.end(payload)
+    }
   })
 }

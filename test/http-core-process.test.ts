@@ -58,11 +58,11 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
 const port = (url: string): number => Number(new URL(url).port)
 
 /** Send a request's headers and the first half of its body; the rest when `finish` is called. */
-function slowRequest(port: number, body: string): { response: Promise<string>; finish: () => void } {
+function slowRequest(port: number, body: string, connection = 'close'): { response: Promise<string>; finish: () => void } {
   const socket = net.connect(port, '127.0.0.1')
   const half = Math.floor(body.length / 2)
   socket.write(
-    `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body.slice(0, half)}`,
+    `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: ${connection}\r\n\r\n${body.slice(0, half)}`,
   )
   let text = ''
   socket.setEncoding('utf8').on('data', (d: string) => (text += d))
@@ -85,4 +85,21 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
   t.match(response, /\r\n\r\n\{"error":"[^"]+","code":"INVALID_CREDENTIALS"\}$/)
   const exit = await platform.exited
   t.strictSame(exit, { code: 0, signal: null })
+})
+
+t.test('SIGTERM with a keep-alive request in flight: its answer says Connection: close, and the connection ends with it', async (t) => {
+  const platform = await startPlatform()
+  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), 'keep-alive')
+  await new Promise((r) => setTimeout(r, 300))
+  const mark = platform.logs.length
+  platform.child.kill('SIGTERM')
+  await waitForLog(platform.logs, 'platform.stopping', mark)
+  slow.finish()
+  // The response promise settles when the server closes the socket: a kept-alive one would stay
+  // open for the keep-alive time-out and the exit wait on it.
+  const response = await slow.response
+  t.match(response, /^HTTP\/1\.1 401 /)
+  t.match(response, /\r\nConnection: close\r\n/i, 'no keep-alive offered while stopping')
+  t.notMatch(response, /\r\nKeep-Alive:/i)
+  t.strictSame(await platform.exited, { code: 0, signal: null })
 })

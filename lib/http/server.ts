@@ -72,6 +72,8 @@ class PlatformResponse extends http.ServerResponse {
   }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+    // Node sets `socket.server` on the connections a server accepts.
+    if (closing.has((this.socket as { server?: http.Server } | null)?.server as http.Server)) this.shouldKeepAlive = false
     const given = typeof reason === 'string' ? headers : reason
     if (Array.isArray(given) && (given.length === 0 || typeof given[0] === 'string')) {
       // The list is the handler's own, made for this answer: extended in place, not copied.
@@ -234,15 +236,28 @@ function handle(
 /** Stop accepting, let in-flight requests finish, close idle keep-alive sockets; resolve when closed or after `graceMs`. */
 export function closeGracefully(server: http.Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
+    // server.close() closes the connections idle now; one whose request finishes later would stay
+    // open for its keep-alive time. Answers from now on say `Connection: close` (PlatformResponse),
+    // and a connection that falls idle anyway (another server's responses) within IDLE_SWEEP_MS.
+    closing.add(server)
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
     const timer = setTimeout(() => {
+      clearInterval(sweep)
       server.closeAllConnections()
       resolve()
     }, graceMs)
     timer.unref()
     server.close(() => {
       clearTimeout(timer)
+      clearInterval(sweep)
       resolve()
     })
     server.closeIdleConnections()
   })
 }
+
+/** Servers closing gracefully: their answers end their connections. */
+const closing = new WeakSet<http.Server>()
+
+/** While closing, how often connections that have fallen idle are closed. */
+const IDLE_SWEEP_MS = 100

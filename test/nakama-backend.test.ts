@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
 import { RENAME_RULE } from '../lib/limiter.js'
-import type { Backend } from '../lib/backend/backend.js'
+import type { Backend, BackendSession } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { signToken } from './fake-nakama/jwt.js'
@@ -175,6 +175,67 @@ t.test('leaderboards: sync, authoritative writes, pages for anonymous readers an
   await rejects(t, b.listRecords({ leaderboardId: id, limit: 2, cursor: 'garbage' }, Date.now()), 400, 'VALIDATION_FAILED')
   await rejects(t, b.listRecords({ leaderboardId: `missing_${tag}`, limit: 2 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
   await rejects(t, b.writeRecord({ leaderboardId: `missing_${tag}`, ownerId: users[0]!.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+})
+
+t.test("cursor pages carry live ranks: a player moving ahead between pages shifts them, and the cursor's own rank counts for nothing", async (t) => {
+  const b = backend()
+  const id = `live_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  const [p, q, r, s] = await Promise.all(['lp', 'lq', 'lr', 'ls'].map((n) => b.register(name(n), 'password123'))) as [BackendSession, BackendSession, BackendSession, BackendSession]
+  const write = (u: BackendSession, score: number) => b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score, subscore: 0 }, Date.now())
+  for (const [u, score] of [[p, 40], [q, 30], [r, 20]] as const) await write(u, score)
+  const page1 = await b.listRecords({ leaderboardId: id, limit: 1 }, Date.now())
+  await write(s, 50)
+  const page2 = await b.listRecords({ leaderboardId: id, limit: 5, cursor: page1.nextCursor!, ownerId: q.userId }, Date.now())
+  const full = await b.listRecords({ leaderboardId: id, limit: 10 }, Date.now())
+  t.same(full.records.map((x) => [x.owner_id, x.rank]), [[s.userId, 1], [p.userId, 2], [q.userId, 3], [r.userId, 4]])
+  t.same(page2.records.map((x) => [x.owner_id, x.rank]), [[q.userId, 3], [r.userId, 4]], "page 2's ranks are the full list's")
+  t.same(page2.ownRecord, page2.records[0], 'and agree with ownRecord')
+
+  t.test('a cursor edited by hand serves the same ranks', onFake, async (t) => {
+    // The fake's cursors are base64url JSON (Nakama's are gob blobs): as easy to edit as a client would find it.
+    const cursor = JSON.parse(Buffer.from(page1.nextCursor!, 'base64url').toString())
+    for (const rank of [-1, 0, 1_000_000]) {
+      const forged = Buffer.from(JSON.stringify({ ...cursor, rank })).toString('base64url')
+      const page = await b.listRecords({ leaderboardId: id, limit: 5, cursor: forged, ownerId: r.userId }, Date.now())
+      t.same(page.records.map((x) => [x.owner_id, x.rank]), [[q.userId, 3], [r.userId, 4]], `rank ${rank} in the cursor`)
+      t.equal(page.ownRecord?.rank, 4)
+    }
+  })
+
+  t.test('the cost: one more runtime read per cursor page, none on the first; one users read per page', onFake, async (t) => {
+    const nk = fake!.runtime.nk
+    const counts = { list: 0, users: 0 }
+    const { leaderboardRecordsList, usersGetId } = nk
+    t.teardown(() => Object.assign(nk, { leaderboardRecordsList, usersGetId }))
+    nk.leaderboardRecordsList = (...args) => (counts.list++, leaderboardRecordsList(...args))
+    nk.usersGetId = (...args) => (counts.users++, usersGetId(...args))
+    await b.listRecords({ leaderboardId: id, limit: 1, ownerId: q.userId }, Date.now())
+    t.same(counts, { list: 1, users: 1 }, 'first page')
+    await b.listRecords({ leaderboardId: id, limit: 2, cursor: page1.nextCursor!, ownerId: q.userId }, Date.now())
+    t.same(counts, { list: 3, users: 2 }, 'a cursor page')
+  })
+})
+
+t.test("records carry their owners' names now: a rename shows on old records, a newcomer under the old name is someone else", async (t) => {
+  const b = backend()
+  const id = `names_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  const a = await b.register(name('ali'), 'password123')
+  await b.writeRecord({ leaderboardId: id, ownerId: a.userId, username: a.username, score: 10, subscore: 0 }, Date.now())
+  await b.renameUser(a.userId, name('bo'), RENAME_RULE, Date.now())
+  const n = await b.register(name('ali'), 'password123')
+  const theirs = await b.writeRecord({ leaderboardId: id, ownerId: n.userId, username: n.username, score: 20, subscore: 0 }, Date.now())
+  t.equal(theirs.username, name('ali'))
+  // A's platform session may still carry the old name; a write that changes nothing answers the stored record.
+  const again = await b.writeRecord({ leaderboardId: id, ownerId: a.userId, username: name('ali'), score: 5, subscore: 0 }, Date.now())
+  t.same(again, { leaderboard_id: id, owner_id: a.userId, username: name('bo'), score: 10, subscore: 0, rank: 2 }, 'the submit answer')
+  const page = await b.listRecords({ leaderboardId: id, limit: 10, ownerId: a.userId }, Date.now())
+  t.same(page.records.map((x) => [x.owner_id, x.username]), [[n.userId, name('ali')], [a.userId, name('bo')]], 'the page')
+  t.equal(page.ownRecord?.username, name('bo'), 'ownRecord')
+  const first = await b.listRecords({ leaderboardId: id, limit: 1 }, Date.now())
+  const next = await b.listRecords({ leaderboardId: id, limit: 1, cursor: first.nextCursor! }, Date.now())
+  t.same(next.records.map((x) => x.username), [name('bo')], 'a cursor page')
 })
 
 t.test('a declared board Nakama no longer has (deleted in its console) is created again, not 404', onFake, async (t) => {

@@ -244,3 +244,157 @@ var seen = [];`
   t.equal(res.status, 500, 'an uncaught exception is Internal')
   t.equal(fake.state.byUsername('jo')!.username, 'jo', 'nothing applied')
 })
+
+t.test('POST /v2/account/authenticate/device: server key, a 10-128 byte id, create and username in the query (§1.1)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const device = (id: unknown, query = '', authorization = basic(fake.serverKey)) => post(fake, `/v2/account/authenticate/device${query}`, { id }, authorization)
+  let res = await device('device-id-0001', '', basic('wrong'))
+  t.same([res.status, await res.json()], [401, { code: 16, message: 'Server key invalid' }])
+  res = await device('device-id-0001', '?create=false')
+  t.same([res.status, await res.json()], [404, { code: 5, message: 'User account not found.' }])
+  res = await device('device-id-0001', '?username=dora')
+  t.equal(res.status, 200)
+  const created = await res.json() as { created?: boolean; token: string; refresh_token: string }
+  t.same(Object.keys(created).sort(), ['created', 'refresh_token', 'token'])
+  t.equal(claims(created.token).usn, 'dora')
+  const again = await (await device('device-id-0001', '?username=other&create=false')).json() as Record<string, unknown>
+  t.notOk('created' in again, 'an existing device signs in, created left out')
+  t.equal(claims(again.token as string).uid, claims(created.token).uid, 'the same account; username ignored')
+  for (const [id, message] of [['', 'Device ID is required.'], ['short-id1', 'Device ID invalid, must be 10-128 bytes.'], ['d'.repeat(129), 'Device ID invalid, must be 10-128 bytes.'], ['device id 0002', 'Device ID invalid, no spaces or control characters allowed.']]) {
+    res = await device(id)
+    t.same([res.status, await res.json()], [400, { code: 3, message }], JSON.stringify(id).slice(0, 20))
+  }
+  res = await device('device-id-0002', '?username=dora')
+  t.same([res.status, await res.json()], [409, { code: 6, message: 'Username is already in use.' }])
+  const account = await (await fetch(`${fake.url}/v2/account`, { headers: { authorization: `Bearer ${created.token}` } })).json()
+  t.match(account, { user: { username: 'dora' }, devices: [{ id: 'device-id-0001' }] })
+})
+
+t.test('GET /v2/leaderboard/{id}/owner/{owner_id}: a window around the owner, ranks from the rank cache (§1.8)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  nk.leaderboardCreate('hay', false, 'desc', 'best', null, {}, true)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=hana', { id: 'custom-hana-01' }, basic(fake.serverKey))).json() as { token: string }
+  const owners = ['00000000-0000-4000-8000-000000000005', '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000003', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000001']
+  for (const [i, owner] of owners.entries()) nk.leaderboardRecordWrite('hay', owner, `p${i}`, 50 - 10 * i)
+  const get = (path: string) => fetch(`${fake.url}${path}`, { headers: { authorization: `Bearer ${s.token}` } })
+  let res = await get(`/v2/leaderboard/hay/owner/${owners[2]}?limit=3`)
+  t.equal(res.status, 200)
+  const window = await res.json() as { records: Array<{ owner_id: string; score: string; rank: string }>; next_cursor: string; prev_cursor: string; rank_count: string }
+  t.same(window.records.map((r) => [r.owner_id, r.score, r.rank]), [[owners[1], '40', '2'], [owners[2], '30', '3'], [owners[3], '20', '4']])
+  t.equal(window.rank_count, '5')
+  t.type(window.prev_cursor, 'string')
+  const next = await (await get(`/v2/leaderboard/hay/owner/${owners[2]}?limit=3&cursor=${window.next_cursor}`)).json() as typeof window
+  t.same(next.records.map((r) => [r.owner_id, r.rank]), [[owners[4], '5']], 'with a cursor it is a regular listing')
+  t.same((await (await get(`/v2/leaderboard/hay/owner/${owners[2]}`)).json() as typeof window).records.map((r) => r.owner_id), [owners[2]], 'limit defaults to 1')
+  res = await get('/v2/leaderboard/hay/owner/00000000-0000-4000-8000-0000000000ff?limit=5')
+  t.same([res.status, await res.json()], [200, {}], 'an owner without a record: empty, not 404')
+  for (const [path, status, body] of [
+    ['/v2/leaderboard/hay/owner/not-a-uuid', 400, { code: 3, message: 'Invalid owner ID provided.' }],
+    [`/v2/leaderboard/hay/owner/${owners[0]}?limit=101`, 400, { code: 3, message: 'Invalid limit - limit must be between 1 and 100.' }],
+    [`/v2/leaderboard/nope/owner/${owners[0]}`, 404, { code: 5, message: 'Leaderboard not found.' }],
+  ] as const) {
+    res = await get(path)
+    t.same([res.status, await res.json()], [status, body], path)
+  }
+  t.equal((await fetch(`${fake.url}/v2/leaderboard/hay/owner/${owners[0]}`)).status, 401, 'Bearer auth')
+})
+
+t.test('PUT /v2/account: a display_name past VARCHAR(255) fails in the database with 500 code 13, changing nothing (§1.5)', async (t) => {
+  const fake = await startFakeNakama({ module: null })
+  t.teardown(() => fake.close())
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=kim', { id: 'custom-kim-01' }, basic(fake.serverKey))).json() as { token: string }
+  const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${s.token}` }, body: JSON.stringify(body) })
+  let res = await put({ username: 'kim2', display_name: 'x'.repeat(256) })
+  t.same([res.status, await res.json()], [500, { code: 13, message: 'Error while trying to update account.' }])
+  t.equal(fake.state.byUsername('kim')?.displayName, undefined, 'neither the name nor the display name changed')
+  res = await put({ display_name: 'é'.repeat(255) })
+  t.equal(res.status, 200, '255 characters fit, whatever their bytes')
+  t.equal(fake.state.byUsername('kim')!.displayName, 'é'.repeat(255))
+})
+
+t.test('/v2/rpc/{id} is routed for POST and GET only: another method never runs the function (§1.9)', async (t) => {
+  const fake = await startFakeNakama({ module: 'function InitModule(ctx, logger, nk, initializer) { initializer.registerRpc("count", rpcCount) }\nvar runs = 0;\nfunction rpcCount() { runs++; return "{}" }' })
+  t.teardown(() => fake.close())
+  for (const method of ['PUT', 'DELETE', 'PATCH']) {
+    const res = await fetch(`${fake.url}/v2/rpc/count?http_key=${fake.httpKey}&unwrap`, { method, body: '{}' })
+    // The gateway knows the path under other methods: grpc-gateway's 405, as Unimplemented (handleRoutingError).
+    t.same([res.status, await res.json()], [501, { code: 12, message: 'Method Not Allowed' }], method)
+  }
+  t.equal(fake.runtime.scope.runs, 0, 'the function did not run')
+  t.equal((await fetch(`${fake.url}/v2/rpc/count?http_key=${fake.httpKey}&unwrap`, { method: 'POST', body: '{}' })).status, 200)
+  t.equal((await fetch(`${fake.url}/v2/rpc/count?http_key=${fake.httpKey}`)).status, 200)
+  t.equal(fake.runtime.scope.runs, 2)
+  const res = await fetch(`${fake.url}/v2/account/authenticate/custom`)
+  t.same([res.status, await res.json()], [501, { code: 12, message: 'Method Not Allowed' }], 'any known path under a method it lacks')
+})
+
+t.test('logout: a non-string token is a protojson 400, not an absent one that ends every session (§1.0, §1.3)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=lou', { id: 'custom-lou-01' }, basic(fake.serverKey))).json() as { token: string; refresh_token: string }
+  for (const [body, message] of [['{"token":123}', 'proto: (line 1:10): invalid value for string type: 123'], ['{"refresh_token":true}', 'proto: (line 1:18): invalid value for string type: true']] as const) {
+    const res = await fetch(`${fake.url}/v2/session/logout`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` }, body })
+    t.same([res.status, await res.json()], [400, { code: 3, message }], body)
+  }
+  t.equal((await fetch(`${fake.url}/v2/account`, { headers: { authorization: `Bearer ${s.token}` } })).status, 200, 'the session is still valid')
+  t.equal((await post(fake, '/v2/account/session/refresh', { token: s.refresh_token }, basic(fake.serverKey))).status, 200)
+  const res = await post(fake, '/v2/account/session/refresh', { token: 42 }, basic(fake.serverKey))
+  t.same([res.status, await res.json()], [400, { code: 3, message: 'proto: (line 1:10): invalid value for string type: 42' }], 'refresh reads its token the same way')
+})
+
+t.test('owner ids: an upper-case UUID is a UUID (uuid.FromString), matched as the stored lower-case one (§1.7, §1.8)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  fake.runtime.nk.leaderboardCreate('b', false, 'desc', 'best', null, {}, true)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=max', { id: 'custom-max-01' }, basic(fake.serverKey))).json() as { token: string }
+  const uid = claims(s.token).uid as string
+  await fetch(`${fake.url}/v2/leaderboard/b`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` }, body: '{"score":"10"}' })
+  const get = (path: string) => fetch(`${fake.url}${path}`, { headers: { authorization: `Bearer ${s.token}` } })
+  let res = await get(`/v2/leaderboard/b?limit=1&owner_ids=${uid.toUpperCase()}`)
+  t.equal(res.status, 200)
+  t.match(await res.json(), { owner_records: [{ owner_id: uid, score: '10', rank: '1' }] })
+  res = await get(`/v2/leaderboard/b/owner/${uid.toUpperCase()}`)
+  t.match(await res.json(), { records: [{ owner_id: uid, rank: '1' }] })
+  res = await get('/v2/leaderboard/b?limit=1&owner_ids=not-a-uuid')
+  t.same([res.status, await res.json()], [400, { code: 3, message: 'One or more owner IDs are invalid.' }])
+})
+
+t.test('CORS: any origin, with Authorization, Content-Type and User-Agent, as gorilla/handlers answers (§1.0)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const preflight = (method: string, headers: string) => fetch(`${fake.url}/v2/account`, {
+    method: 'OPTIONS', headers: { origin: 'https://game.example', 'access-control-request-method': method, 'access-control-request-headers': headers },
+  })
+  let res = await preflight('GET', 'authorization')
+  t.equal(res.status, 200)
+  t.equal(await res.text(), '')
+  t.equal(res.headers.get('access-control-allow-origin'), '*')
+  t.equal(res.headers.get('access-control-allow-headers'), 'Authorization')
+  t.equal(res.headers.get('access-control-allow-methods'), null, 'GET is a simple method')
+  res = await preflight('PUT', 'authorization, content-type')
+  t.same([res.status, res.headers.get('access-control-allow-methods'), res.headers.get('access-control-allow-headers')], [200, 'PUT', 'Authorization,Content-Type'])
+  t.equal((await preflight('PATCH', 'authorization')).status, 405, 'a method outside GET HEAD POST PUT DELETE')
+  t.equal((await preflight('GET', 'x-custom')).status, 403, 'a header outside the list')
+  res = await fetch(`${fake.url}/v2/account`, { headers: { origin: 'https://game.example' } })
+  t.same([res.status, res.headers.get('access-control-allow-origin')], [401, '*'], 'an actual request gets the origin header too')
+})
+
+t.test('reset schedules are read as cronexpr reads them: 6 fields end with a year, 7 start with seconds (§3.4)', async (t) => {
+  const fake = await startFakeNakama({ now: () => Date.parse('2026-11-18T10:00:00Z') })
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  for (const [i, [schedule, next]] of ([
+    ['0 0 * * 1', '2026-11-23T00:00:00Z'],
+    ['0 0 * * 1 *', '2026-11-23T00:00:00Z'],
+    ['0 12 * * * 2027', '2027-01-01T12:00:00Z'],
+    ['30 0 12 * * * *', '2026-11-18T12:00:30Z'],
+    ['@daily', '2026-11-19T00:00:00Z'],
+  ] as const).entries()) {
+    nk.leaderboardCreate(`c${i}`, false, 'desc', 'best', schedule, {}, true)
+    t.equal(new Date(nk.leaderboardsGetId([`c${i}`])[0]!.nextReset! * 1000).toISOString().replace('.000Z', 'Z'), next, schedule)
+  }
+  t.throws(() => nk.leaderboardCreate('short', false, 'desc', 'best', '0 0 * *', {}, true), TypeError, 'four fields are too few')
+})

@@ -221,7 +221,7 @@ t.test('a listed record whose username Nakama gives as null is listed with an em
   const state = new FakeState({ iat: true, maxLimit: 1000, ranksFlag: true, wrappedRenameError: true }, Date.now)
   const { scope } = loadRuntime(state)
   const record = (ownerId: string, score: number, username: string | null) => ({ leaderboardId: 'b', ownerId, username, score, subscore: 0, rank: 0 })
-  const nk = { leaderboardRecordsList: () => ({ records: [record('a', 30, 'alice'), record('b', 20, null)], ownerRecords: [], nextCursor: '' }) }
+  const nk = { leaderboardRecordsList: () => ({ records: [record('a', 30, 'alice'), record('b', 20, null)], ownerRecords: [], nextCursor: '' }), usersGetId: () => [] }
   const listed = JSON.parse((scope.rpcListRecords as (...args: unknown[]) => string)({}, {}, nk, JSON.stringify({ leaderboardId: 'b', limit: 20 })))
   t.same(listed.records.map((r: { username: unknown }) => r.username), ['alice', ''])
 })

@@ -115,11 +115,12 @@ function usernameOf(r, fallback) {
   return fallback || '';
 }
 
-function toRecord(r, fallbackName) {
+// `name`, when given, is the owner's name now, served instead of the stored one.
+function toRecord(r, name) {
   return {
     leaderboard_id: r.leaderboardId,
     owner_id: r.ownerId,
-    username: usernameOf(r, fallbackName),
+    username: typeof name === 'string' ? name : usernameOf(r),
     score: Number(r.score || 0),
     subscore: Number(r.subscore || 0),
     rank: Number(r.rank || 0)
@@ -259,15 +260,16 @@ function rpcWriteRecord(ctx, logger, nk, payload) {
     var overflow = p.operator === 'incr' ? overflowOf(nk, p) : null;
     if (overflow) return JSON.stringify({ error: 'SCORE_OVERFLOW', field: overflow });
     // The account's name now, not the one the caller's session remembered: another session may
-    // have renamed the account since, and someone else may hold the old name.
+    // have renamed the account since, and someone else may hold the old name. A write that changes
+    // nothing keeps the record's stored name, so the answer carries the name now as well.
     var owners = nk.usersGetId([p.ownerId]);
-    if (owners.length && owners[0].username) p.username = owners[0].username;
-    record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, p.username, p.score, p.subscore || 0, metadata);
+    var name = owners.length && owners[0].username ? owners[0].username : '';
+    record = nk.leaderboardRecordWrite(p.leaderboardId, p.ownerId, name || p.username, p.score, p.subscore || 0, metadata);
   } catch (e) {
     if (/not found/i.test(errorText(e))) return JSON.stringify({ error: 'LEADERBOARD_NOT_FOUND' });
     throw e;
   }
-  var out = toRecord(record, p.username);
+  var out = toRecord(record, name || usernameOf(record, p.username));
   // Some runtime versions leave the rank out of the written record: read it from the rank cache.
   if (!out.rank) {
     var own = nk.leaderboardRecordsList(p.leaderboardId, [p.ownerId], 1, '', 0).ownerRecords || [];
@@ -301,13 +303,49 @@ function rpcListRecords(ctx, logger, nk, payload) {
     if (/cursor/i.test(text)) return JSON.stringify({ error: 'INVALID_CURSOR' });
     throw e;
   }
+  var records = list.records || [];
+  var ranks = p.cursor ? liveRanks(nk, p.leaderboardId, records) : null;
   var own = (list.ownerRecords || []).filter(function (r) { return r.ownerId === p.ownerId && r.rank; });
+  var names = currentNames(nk, records.concat(own));
   return JSON.stringify({
-    // Not map(toRecord): map's index would become a missing username's fallback.
-    records: (list.records || []).map(function (r) { return toRecord(r); }),
+    records: records.map(function (r, i) {
+      var out = toRecord(r, names[r.ownerId]);
+      if (ranks) out.rank = ranks[i];
+      return out;
+    }),
     nextCursor: list.nextCursor || null,
-    ownRecord: own.length ? toRecord(own[0]) : null
+    ownRecord: own.length ? toRecord(own[0], names[own[0].ownerId]) : null
   });
+}
+
+// Nakama counts a cursor page's ranks on from the rank stored in the cursor (nakama-api.md §1.7):
+// stale once players move between pages, and forged by anyone who edits the unsigned blob. The
+// page is consecutive in the live order, so its first record's rank from the rank cache (an
+// owner-records read, of the same period) gives them all: one more read per cursor page, whatever
+// its length. 0 (unranked) when the cache has none: the board's ranks are off, or the record went.
+function liveRanks(nk, leaderboardId, records) {
+  if (!records.length) return [];
+  var first = records[0];
+  var cached = nk.leaderboardRecordsList(leaderboardId, [first.ownerId], 1, '', Number(first.expiryTime || 0)).ownerRecords || [];
+  var start = cached.length && cached[0].ownerId === first.ownerId ? Number(cached[0].rank || 0) : 0;
+  return records.map(function (r, i) { return start ? start + i : 0; });
+}
+
+// Records keep the username they were last written with (nakama-api.md §3.1), which a rename
+// leaves behind and someone else may take. The names now, by owner id: one users read per page
+// (nk.usersGetId leaves out users that no longer exist; their records keep the stored name).
+function currentNames(nk, records) {
+  var ids = [];
+  for (var i = 0; i < records.length; i++) {
+    if (ids.indexOf(records[i].ownerId) < 0) ids.push(records[i].ownerId);
+  }
+  var names = {};
+  if (!ids.length) return names;
+  var users = nk.usersGetId(ids) || [];
+  for (var j = 0; j < users.length; j++) {
+    if (typeof users[j].username === 'string') names[users[j].userId || users[j].id] = users[j].username;
+  }
+  return names;
 }
 
 function rpcGetAccount(ctx, logger, nk, payload) {

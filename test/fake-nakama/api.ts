@@ -1,8 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { FakeError } from './errors.js'
-import { listRecords, writeRecord } from './rest-leaderboards.js'
+import { listAroundOwner, listRecords, writeRecord } from './rest-leaderboards.js'
 import { invokeBeforeHook, invokeRpc, type Runtime } from './runtime.js'
 import { signToken, verifyToken, type Claims } from './jwt.js'
+import { parseKeepingNumbers, stringField, stringMap } from './json.js'
+import { ACCOUNT_FIELDS, accountUpdate, fitsColumns, type AccountUpdate } from './rest-account.js'
 import type { FakeState, User } from './state.js'
 
 /** Session settings (nakama-api.md §2 names them). */
@@ -29,36 +31,8 @@ export type Answer = { json: unknown } | { raw: string; contentType: string }
 
 const EMAIL = /^.+@.+\..+$/
 
-/** UpdateAccountRequest's optional string fields: lowerCamelCase (the runtime's names) to proto names. */
-const ACCOUNT_FIELDS = { username: 'username', displayName: 'display_name', avatarUrl: 'avatar_url', langTag: 'lang_tag', location: 'location', timezone: 'timezone' } as const
-type AccountUpdate = Partial<Record<keyof typeof ACCOUNT_FIELDS, string>>
-
-function parse(body: string): Record<string, unknown> {
-  if (body.trim() === '') return {}
-  try {
-    const value = JSON.parse(body)
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not an object')
-    return value
-  } catch (e) {
-    throw new FakeError(3, `proto: syntax error (line 1:1): ${(e as Error).message}`)
-  }
-}
-
-/**
- * UpdateAccountRequest from JSON, as protojson reads it: either name style, a wrapper takes a
- * string or null (unset), unknown fields are dropped. Null when a value is not a string or null.
- */
-function accountUpdate(body: Record<string, unknown>): AccountUpdate | null {
-  const out: AccountUpdate = {}
-  for (const [camel, proto] of Object.entries(ACCOUNT_FIELDS) as Array<[keyof typeof ACCOUNT_FIELDS, string]>) {
-    const value = proto in body ? body[proto] : body[camel]
-    if (value === undefined || value === null) continue
-    if (typeof value !== 'string') return null
-    out[camel] = value
-  }
-  return out
-}
-
+/** Custom and device ids: no whitespace or control characters (invalidCharsRegex). */
+const INVALID_ID = /[\s\u0000-\u001f]/
 
 /** The REST handlers of the calls the Nakama backend makes, following nakama-api.md. */
 export class Api {
@@ -87,27 +61,37 @@ export class Api {
     throw new FakeError(3, `parsing field "create": strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`)
   }
 
-  #vars(account: Record<string, unknown>): Record<string, string> | undefined {
-    return account.vars && typeof account.vars === 'object' ? (account.vars as Record<string, string>) : undefined
-  }
-
   authenticateCustom(call: Call): Answer {
-    const account = parse(call.body)
-    const id = typeof account.id === 'string' ? account.id : ''
+    const account = parseKeepingNumbers(call.body)
+    const id = stringField(account, 'id') ?? ''
     if (id === '') throw new FakeError(3, 'Custom ID is required.')
-    if (/[\s\u0000-\u001f]/.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
+    if (INVALID_ID.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
     if (Buffer.byteLength(id) < 6 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Custom ID invalid, must be 6-128 bytes.')
     const existing = [...this.state.users.values()].find((u) => u.customId === id)
-    if (existing) return { json: this.#session(existing, false, undefined, undefined, this.#vars(account)) }
+    if (existing) return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
     if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(call.query.get('username') || undefined, { customId: id })
-    return { json: this.#session(user, true, undefined, undefined, this.#vars(account)) }
+    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
+  }
+
+  /** AuthenticateDevice: the id lives in user_device, one row per device (nakama-api.md §1.1). */
+  authenticateDevice(call: Call): Answer {
+    const account = parseKeepingNumbers(call.body)
+    const id = stringField(account, 'id') ?? ''
+    if (id === '') throw new FakeError(3, 'Device ID is required.')
+    if (INVALID_ID.test(id)) throw new FakeError(3, 'Device ID invalid, no spaces or control characters allowed.')
+    if (Buffer.byteLength(id) < 10 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Device ID invalid, must be 10-128 bytes.')
+    const existing = [...this.state.users.values()].find((u) => u.deviceId === id)
+    if (existing) return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
+    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    const user = this.state.createUser(call.query.get('username') || undefined, { deviceId: id })
+    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
   }
 
   authenticateEmail(call: Call): Answer {
-    const account = parse(call.body)
-    const email = typeof account.email === 'string' ? account.email : ''
-    const password = typeof account.password === 'string' ? account.password : ''
+    const account = parseKeepingNumbers(call.body)
+    const email = stringField(account, 'email') ?? ''
+    const password = stringField(account, 'password') ?? ''
     if (email !== '') {
       if (/[\s\u0000-\u001f]/.test(email)) throw new FakeError(3, 'Invalid email address, no spaces or control characters allowed.')
       if (!EMAIL.test(email)) throw new FakeError(3, 'Invalid email address format.')
@@ -122,42 +106,43 @@ export class Api {
       const user = this.state.byUsername(username)
       if (!user) throw new FakeError(5, 'User account not found.')
       if (user.password !== hash) throw new FakeError(16, 'Invalid credentials.')
-      return { json: this.#session(user, false, undefined, undefined, this.#vars(account)) }
+      return { json: this.#session(user, false, undefined, undefined, stringMap(account, 'vars')) }
     }
     const clean = email.toLowerCase()
     const existing = [...this.state.users.values()].find((u) => u.email === clean)
     if (existing) {
       if (existing.password !== hash) throw new FakeError(16, 'Invalid credentials.')
-      return { json: this.#session(existing, false, undefined, undefined, this.#vars(account)) }
+      return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
     }
     if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(username || undefined, { email: clean, password: hash })
-    return { json: this.#session(user, true, undefined, undefined, this.#vars(account)) }
+    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
   }
 
   /** Same tid (and iat), username re-read, not single use (nakama-api.md §1.2). */
   refresh(call: Call): Answer {
-    const body = parse(call.body)
-    const token = typeof body.token === 'string' ? body.token : ''
+    const body = parseKeepingNumbers(call.body)
+    const token = stringField(body, 'token') ?? ''
     if (token === '') throw new FakeError(3, 'Refresh token is required.')
     const claims = verifyToken(token, this.session.refreshEncryptionKey, Math.floor(this.state.now() / 1000))
     if (!claims || this.state.blacklist.has(claims.tid)) throw new FakeError(16, 'Refresh token invalid or expired.')
     const user = this.state.users.get(claims.uid)
     if (!user) throw new FakeError(5, 'User account not found.')
-    const vrs = body.vars && typeof body.vars === 'object' ? (body.vars as Record<string, string>) : claims.vrs
+    const vrs = stringMap(body, 'vars') ?? claims.vrs
     return { json: this.#session(user, false, claims.tid, claims.iat, vrs) }
   }
 
   logout(call: Call): Answer {
-    const body = parse(call.body)
+    const body = parseKeepingNumbers(call.body)
     const uid = call.claims!.uid
-    const pairs: Array<[unknown, string, string]> = [
-      [body.token, this.session.encryptionKey, 'Session token invalid.'],
-      [body.refresh_token ?? body.refreshToken, this.session.refreshEncryptionKey, 'Refresh token invalid.'],
+    // protojson first: a token that is no string fails the whole call before anything is invalidated.
+    const pairs: Array<[string, string, string]> = [
+      [stringField(body, 'token') ?? '', this.session.encryptionKey, 'Session token invalid.'],
+      [stringField(body, 'refresh_token', 'refreshToken') ?? '', this.session.refreshEncryptionKey, 'Refresh token invalid.'],
     ]
     const tids: string[] = []
     for (const [token, key, message] of pairs) {
-      if (typeof token !== 'string' || token === '') continue
+      if (token === '') continue
       // parseToken checks expiry: an expired token is refused like a forged one.
       const claims = verifyToken(token, key, Math.floor(this.state.now() / 1000))
       if (!claims || claims.uid !== uid) throw new FakeError(3, message)
@@ -178,6 +163,7 @@ export class Api {
       wallet: '{}',
     }
     if (user.email) out.email = user.email
+    if (user.deviceId) out.devices = [{ id: user.deviceId }]
     if (user.customId) out.custom_id = user.customId
     return { json: out }
   }
@@ -187,22 +173,28 @@ export class Api {
    * then the username check, then updateAccounts. A taken name is 400 code 3, not 409 (nakama-api.md §1.5).
    */
   updateAccount(call: Call): Answer {
-    let update = accountUpdate(parse(call.body))
-    if (!update) throw new FakeError(3, 'proto: invalid value for string type')
+    let update = accountUpdate(parseKeepingNumbers(call.body))
     const claims = call.claims!
     const request = Object.fromEntries(Object.keys(ACCOUNT_FIELDS).map((k) => [k, update![k as keyof AccountUpdate] ?? null]))
     const hooked = invokeBeforeHook(this.runtime, 'updateaccount', request, {
       userId: claims.uid, username: claims.usn, vars: claims.vrs ?? {}, userSessionExp: claims.exp,
     })
     if (hooked !== undefined) {
-      update = hooked !== null && typeof hooked === 'object' && !Array.isArray(hooked) ? accountUpdate(hooked as Record<string, unknown>) : null
       // protojsonUnmarshaler refusing the hook's answer.
-      if (!update) throw new FakeError(13, 'Could not complete runtime Before function.')
+      const refused = new FakeError(13, 'Could not complete runtime Before function.')
+      if (hooked === null || typeof hooked !== 'object' || Array.isArray(hooked)) throw refused
+      try {
+        update = accountUpdate(hooked as Record<string, unknown>)
+      } catch {
+        throw refused
+      }
     }
     if (update.username !== undefined && (Buffer.byteLength(update.username) < 1 || Buffer.byteLength(update.username) > 128)) {
       throw new FakeError(3, 'Username invalid, must be 1-128 bytes.')
     }
     if (Object.keys(update).length === 0) throw new FakeError(3, 'No fields to update.')
+    // One UPDATE statement: a value wider than its VARCHAR column fails it whole (nakama-api.md §1.5).
+    if (!fitsColumns(update)) throw new FakeError(13, 'Error while trying to update account.')
     const uid = claims.uid
     try {
       if (update.username !== undefined) this.state.rename(uid, update.username)
@@ -221,6 +213,11 @@ export class Api {
   writeRecord(call: Call, id: string): Answer {
     return writeRecord(this.state, call, id)
   }
+
+  listAroundOwner(call: Call, id: string, owner: string): Answer {
+    return listAroundOwner(this.state, call, id, owner)
+  }
+
   /** RpcFuncHttp: unwrap passes the raw body and answers raw; otherwise a JSON string in, {payload} out. */
   rpc(call: Call, id: string): Answer {
     const unwrap = call.query.has('unwrap')

@@ -147,3 +147,37 @@ export function int64Of(value: unknown, at = 'line 1:1'): bigint {
   if (result < INT64_MIN || result > INT64_MAX) throw invalid()
   return result
 }
+
+/** A value's text as protojson quotes it in an error: the number as written, `true`, or the opening token. */
+function rawText(value: unknown): string {
+  if (value instanceof JsonNumber) return value.text
+  if (Array.isArray(value)) return '['
+  if (value !== null && typeof value === 'object') return '{'
+  return String(value)
+}
+
+/**
+ * A string field (or StringValue wrapper) of a body read by parseKeepingNumbers, as protojson reads
+ * it: absent or null is unset (undefined); any value but a string is 400 with its position
+ * (nakama-api.md §1.0). `names` are the field's JSON names (proto name, then lowerCamelCase).
+ */
+export function stringField(body: Record<string, unknown>, ...names: string[]): string | undefined {
+  for (const name of names) {
+    const value = Object.hasOwn(body, name) ? body[name] : undefined
+    if (value === undefined || value === null) continue
+    if (typeof value === 'string') return value
+    throw new FakeError(3, `proto: (${positions.get(body)?.get(name) ?? 'line 1:1'}): invalid value for string type: ${rawText(value)}`)
+  }
+  return undefined
+}
+
+/** A map<string, string> field (session `vars`): an object of strings, else 400 as protojson says it. */
+export function stringMap(body: Record<string, unknown>, name: string): Record<string, string> | undefined {
+  const value = Object.hasOwn(body, name) ? body[name] : undefined
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'object' || Array.isArray(value) || value instanceof JsonNumber) {
+    throw new FakeError(3, `proto: (${positions.get(body)?.get(name) ?? 'line 1:1'}): unexpected token ${rawText(value)}`)
+  }
+  const map = value as Record<string, unknown>
+  return Object.fromEntries(Object.keys(map).map((k) => [k, stringField(map, k) ?? '']))
+}

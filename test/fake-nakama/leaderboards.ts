@@ -1,4 +1,4 @@
-import { Cron } from 'croner'
+import { parseSchedule } from './cron.js'
 import { FakeError } from './errors.js'
 
 /** A leaderboard as nk.leaderboardCreate stores it. */
@@ -36,7 +36,8 @@ export interface RecordList {
   rankCount: number
 }
 
-interface Cursor { id: string; expiry: number; score: bigint; subscore: bigint; ownerId: string; rank: number }
+/** leaderboardRecordListCursor; `isNext` false is a prev_cursor (a page upwards). */
+interface Cursor { isNext: boolean; id: string; expiry: number; score: bigint; subscore: bigint; ownerId: string; rank: number }
 
 const INT64_MAX = 2n ** 63n - 1n
 
@@ -76,14 +77,14 @@ export class Leaderboards {
   /** The current period's expiry: the next cron fire after now, UTC; 0 when never reset. */
   expiry(board: Board, nowMs: number): number {
     if (!board.resetSchedule) return 0
-    const next = new Cron(board.resetSchedule, { timezone: 'UTC' }).nextRun(new Date(nowMs))
+    const next = parseSchedule(board.resetSchedule).nextRun(new Date(nowMs))
     return next ? Math.floor(next.getTime() / 1000) : 0
   }
 
   /** The schedule's last fire before now, UTC (LeaderboardsGet's prevReset); 0 when never reset. */
   lastReset(board: Board, nowMs: number): number {
     if (!board.resetSchedule) return 0
-    const [last] = new Cron(board.resetSchedule, { timezone: 'UTC' }).previousRuns(1, new Date(nowMs))
+    const [last] = parseSchedule(board.resetSchedule).previousRuns(1, new Date(nowMs))
     return last ? Math.floor(last.getTime() / 1000) : 0
   }
 
@@ -155,6 +156,7 @@ export class Leaderboards {
       if (cursor) {
         const c = decodeCursor(cursor)
         if (!c || c.id !== id || c.expiry !== expiry) throw new FakeError(3, 'Cursor is invalid or expired.')
+        if (!c.isNext) throw new Error('the fake does not list upwards from a prev_cursor')
         const sign = board.sortOrder === 'desc' ? -1 : 1
         start = sorted.findIndex((r) => sign * (cmp(r.score, c.score) || cmp(r.subscore, c.subscore) || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0)) > 0)
         if (start < 0) start = sorted.length
@@ -165,12 +167,46 @@ export class Leaderboards {
       result.records = page.map((r, i) => ({ ...r, rank: rank + i + 1 }))
       if (start + n < sorted.length && page.length) {
         const last = page[page.length - 1]!
-        result.nextCursor = encodeCursor({ id, expiry, score: last.score, subscore: last.subscore, ownerId: last.ownerId, rank: rank + page.length })
+        result.nextCursor = encodeCursor({ isNext: true, id, expiry, score: last.score, subscore: last.subscore, ownerId: last.ownerId, rank: rank + page.length })
       }
       if (cursor && start > 0) result.prevCursor = cursor
     }
     result.ownerRecords = sorted.filter((r) => ownerIds.includes(r.ownerId)).map((r) => ({ ...r, rank: this.rank(board, r) }))
     return result
+  }
+
+  /**
+   * LeaderboardRecordsHaystack (nakama-api.md §1.8): up to `limit` records around the owner, as
+   * Nakama's two queries pick them (up to limit+1 above, then limit/2+1 below), ranked from the rank
+   * cache; empty when the owner has no record; with a cursor, a plain listing.
+   */
+  haystack(id: string, ownerId: string, limit: number, cursor: string, expiryOverride: number, nowMs: number): RecordList {
+    const board = this.board(id)
+    const expiry = expiryOverride || this.expiry(board, nowMs)
+    if (cursor) return this.list(id, [], limit, cursor, expiry, nowMs)
+    const sorted = this.#sorted(board, expiry)
+    const at = sorted.findIndex((r) => r.ownerId === ownerId)
+    if (at < 0) return { records: [], ownerRecords: [], nextCursor: '', prevCursor: '', rankCount: 0 }
+    let above = sorted.slice(Math.max(0, at - limit - 1), at)
+    let setPrev = above.length > limit
+    if (setPrev) above = above.slice(1)
+    let secondLimit = Math.floor(limit / 2)
+    if (above.length < secondLimit) secondLimit = limit - above.length
+    let below = sorted.slice(at + 1, at + 2 + secondLimit)
+    const setNext = below.length > secondLimit
+    if (setNext) below = below.slice(0, secondLimit)
+    const around = [...above, sorted[at]!, ...below]
+    let start = around.length - limit
+    if (start < 0 || above.length < secondLimit) start = 0
+    if (start > 0) setPrev = true
+    const ranked = !(this.ranksFlag && !board.enableRanks)
+    const records = around.slice(start, start + limit).map((r) => ({ ...r, rank: ranked ? sorted.indexOf(r) + 1 : 0 }))
+    const cursorAt = (r: StoredRecord & { rank: number }, isNext: boolean) =>
+      encodeCursor({ isNext, id, expiry, score: r.score, subscore: r.subscore, ownerId: r.ownerId, rank: r.rank })
+    return {
+      records, ownerRecords: [], rankCount: ranked ? sorted.length : 0,
+      prevCursor: setPrev ? cursorAt(records[0]!, false) : '', nextCursor: setNext ? cursorAt(records[records.length - 1]!, true) : '',
+    }
   }
 }
 
@@ -203,7 +239,7 @@ function encodeCursor(c: Cursor): string {
 function decodeCursor(text: string): Cursor | null {
   try {
     const c = JSON.parse(Buffer.from(text, 'base64url').toString()) as Omit<Cursor, 'score' | 'subscore'> & { score: string; subscore: string }
-    return typeof c.id === 'string' && typeof c.rank === 'number' ? { ...c, score: BigInt(c.score), subscore: BigInt(c.subscore) } : null
+    return typeof c.id === 'string' && typeof c.rank === 'number' ? { ...c, isNext: c.isNext !== false, score: BigInt(c.score), subscore: BigInt(c.subscore) } : null
   } catch {
     return null
   }

@@ -1,6 +1,6 @@
 import { FakeError } from './errors.js'
 import { int64Of, parseKeepingNumbers, positions } from './json.js'
-import { jsonbText, type StoredRecord } from './leaderboards.js'
+import { jsonbText, type RecordList, type StoredRecord } from './leaderboards.js'
 import type { Answer, Call } from './api.js'
 import type { FakeState } from './state.js'
 
@@ -32,22 +32,58 @@ const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = 
   0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
 }
 
-/** ListLeaderboardRecords (GET /v2/leaderboard/{id}). */
-export function listRecords(state: FakeState, call: Call, id: string): Answer {
-  const owners = call.query.getAll('owner_ids')
-  if (owners.some((o) => !/^[0-9a-f-]{36}$/.test(o))) throw new FakeError(3, 'One or more owner IDs are invalid.')
-  const rawLimit = call.query.get('limit')
-  const limit = rawLimit === null ? undefined : queryInt(rawLimit, 'Int')
-  const list = state.leaderboards.list(id, owners, limit, call.query.get('cursor') ?? '', queryInt(call.query.get('expiry') ?? '0', 'Int'), state.now())
+/**
+ * gofrs uuid.FromString, which Nakama checks owner ids with: 32 hex digits or the canonical form,
+ * in either case, optionally braced or behind `urn:uuid:`. The canonical lower-case id, or null.
+ */
+function uuidOf(text: string): string | null {
+  let t = text.startsWith('urn:uuid:') && (text.length === 41 || text.length === 45) ? text.slice(9) : text
+  if (t.startsWith('{') && t.endsWith('}') && (t.length === 34 || t.length === 38)) t = t.slice(1, -1)
+  const hex = t.length === 36 && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(t) ? t.replaceAll('-', '') : t
+  if (!/^[0-9a-f]{32}$/i.test(hex)) return null
+  const h = hex.toLowerCase()
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+/** A LeaderboardRecordList as the gateway writes it: empty lists, cursors and a zero count left out. */
+function recordList(list: RecordList) {
   const out: Record<string, unknown> = {}
   if (list.records.length) out.records = list.records.map(restRecord)
   if (list.ownerRecords.length) out.owner_records = list.ownerRecords.map(restRecord)
   if (list.nextCursor) out.next_cursor = list.nextCursor
   if (list.prevCursor) out.prev_cursor = list.prevCursor
   if (list.rankCount) out.rank_count = String(list.rankCount)
-  return { json: out }
+  return out
 }
 
+/** ListLeaderboardRecords (GET /v2/leaderboard/{id}). */
+export function listRecords(state: FakeState, call: Call, id: string): Answer {
+  const owners = call.query.getAll('owner_ids').map(uuidOf)
+  if (owners.some((o) => o === null)) throw new FakeError(3, 'One or more owner IDs are invalid.')
+  const rawLimit = call.query.get('limit')
+  const limit = rawLimit === null ? undefined : queryInt(rawLimit, 'Int')
+  const list = state.leaderboards.list(id, owners as string[], limit, call.query.get('cursor') ?? '', queryInt(call.query.get('expiry') ?? '0', 'Int'), state.now())
+  return { json: recordList(list) }
+}
+
+/**
+ * ListLeaderboardRecordsAroundOwner (GET /v2/leaderboard/{id}/owner/{owner_id}, nakama-api.md §1.8):
+ * limit 1-100 in every version, default 1; any failure but a missing board is Internal there.
+ */
+export function listAroundOwner(state: FakeState, call: Call, id: string, rawOwner: string): Answer {
+  const rawLimit = call.query.get('limit')
+  const limit = rawLimit === null ? 1 : queryInt(rawLimit, 'Int')
+  if (limit < 1 || limit > 100) throw new FakeError(3, 'Invalid limit - limit must be between 1 and 100.')
+  const owner = uuidOf(rawOwner)
+  if (!owner) throw new FakeError(3, 'Invalid owner ID provided.')
+  const expiry = queryInt(call.query.get('expiry') ?? '0', 'Int')
+  try {
+    return { json: recordList(state.leaderboards.haystack(id, owner, limit, call.query.get('cursor') ?? '', expiry, state.now())) }
+  } catch (e) {
+    if (e instanceof FakeError && e.code !== 5) throw new FakeError(13, 'Error querying records from leaderboard.')
+    throw e
+  }
+}
 
 export function writeRecord(state: FakeState, call: Call, id: string): Answer {
   const body = parseKeepingNumbers(call.body)

@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Api, type Answer, type Call, type SessionConfig } from './api.js'
+import { cors } from './cors.js'
 import { FakeError, httpStatus } from './errors.js'
 import { verifyToken } from './jwt.js'
 import { loadRuntime, type Runtime } from './runtime.js'
@@ -42,7 +43,12 @@ export interface FakeNakama {
   close(): Promise<void>
 }
 
-const BEARER_ROUTES = new Set(['/v2/session/logout', '/v2/account'])
+/** RpcFuncHttp's route, /v2/rpc/{id}. */
+const RPC_PATH = /^\/v2\/rpc\/([^/]+)$/
+/** A route Nakama has that the fake does not imitate: a loud 500 rather than a wrong answer. */
+function notModelled(call: Call): never {
+  throw new Error(`${call.method} ${call.path} is not modelled by the fake Nakama`)
+}
 /** socket.max_request_size_bytes, default 262,144 (server/config.go NewSocketConfig). */
 const MAX_REQUEST_BYTES = 262_144
 /**
@@ -85,57 +91,73 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
   // RpcFuncHttp writes its own bodies: {"error","message","code"} (nakama-api.md §1.9).
   const rpcError = (code: number, message: string) => Object.assign(new FakeError(code, message), { rpc: true })
 
+  // The gateway's routes the fake serves (apigrpc.proto), with the key each one's method takes.
+  const gateway: Array<{ method: string; path: RegExp; auth: 'server key' | 'session'; serve: (call: Call, params: string[]) => Answer }> = [
+    { method: 'POST', path: /^\/v2\/account\/authenticate\/custom$/, auth: 'server key', serve: (c) => api.authenticateCustom(c) },
+    { method: 'POST', path: /^\/v2\/account\/authenticate\/device$/, auth: 'server key', serve: (c) => api.authenticateDevice(c) },
+    { method: 'POST', path: /^\/v2\/account\/authenticate\/email$/, auth: 'server key', serve: (c) => api.authenticateEmail(c) },
+    { method: 'POST', path: /^\/v2\/account\/session\/refresh$/, auth: 'server key', serve: (c) => api.refresh(c) },
+    { method: 'POST', path: /^\/v2\/session\/logout$/, auth: 'session', serve: (c) => api.logout(c) },
+    { method: 'GET', path: /^\/v2\/account$/, auth: 'session', serve: (c) => api.getAccount(c) },
+    { method: 'PUT', path: /^\/v2\/account$/, auth: 'session', serve: (c) => api.updateAccount(c) },
+    { method: 'GET', path: /^\/v2\/leaderboard\/([^/]+)$/, auth: 'session', serve: (c, [id]) => api.listRecords(c, id!) },
+    { method: 'POST', path: /^\/v2\/leaderboard\/([^/]+)$/, auth: 'session', serve: (c, [id]) => api.writeRecord(c, id!) },
+    { method: 'GET', path: /^\/v2\/leaderboard\/([^/]+)\/owner\/([^/]+)$/, auth: 'session', serve: (c, [id, owner]) => api.listAroundOwner(c, id!, owner!) },
+    // Nakama's too (DeleteAccount, DeleteLeaderboardRecord), so never a 501 here; nothing calls them.
+    { method: 'DELETE', path: /^\/v2\/account$/, auth: 'session', serve: notModelled },
+    { method: 'DELETE', path: /^\/v2\/leaderboard\/([^/]+)$/, auth: 'session', serve: notModelled },
+  ]
+
   const route = (call: Call, auth: string | undefined, tooLarge: boolean): Answer => {
     const { method, path } = call
     if (path === '/' && method === 'GET') return { raw: '', contentType: 'text/plain' }
-    const rpc = /^\/v2\/rpc\/([^/]+)$/.exec(path)
-    // The gateway reads the body before the gRPC call, and so before its authentication.
-    if (tooLarge && !rpc) throw new FakeError(3, TOO_LARGE)
-    if (path.startsWith('/v2/account/authenticate/') || path === '/v2/account/session/refresh') {
-      if (method !== 'POST') throw new FakeError(5, 'Not Found')
-      if (!auth) throw new FakeError(16, 'Server key required')
-      if (!basic(auth, fake.serverKey)) throw new FakeError(16, 'Server key invalid')
-      if (path === '/v2/account/authenticate/custom') return api.authenticateCustom(call)
-      if (path === '/v2/account/authenticate/email') return api.authenticateEmail(call)
-      if (path === '/v2/account/session/refresh') return api.refresh(call)
+    const rpc = RPC_PATH.exec(path)
+    // gorilla mux hands GET and POST of /v2/rpc/{id} to RpcFuncHttp; other methods go on to the gateway.
+    if (rpc && (method === 'GET' || method === 'POST')) return serveRpc(call, decodeURIComponent(rpc[1]!), auth, tooLarge)
+    const found = gateway.find((r) => r.method === method && r.path.test(path))
+    if (!found) {
+      // grpc-gateway: a path it knows under another method is 405, which Nakama's handleRoutingError
+      // turns into Unimplemented (HTTP 501); RpcFunc's bindings are GET and POST /v2/rpc/{id}.
+      if (rpc || gateway.some((r) => r.path.test(path))) throw new FakeError(12, 'Method Not Allowed')
       throw new FakeError(5, 'Not Found')
     }
-    if (rpc) {
-      // RpcFuncHttp: a non-empty ?http_key= first, then a Basic header (HTTP key), then a Bearer session.
-      const key = call.query.get('http_key') ?? ''
-      if (key !== '') {
-        if (key !== fake.httpKey) throw rpcError(16, 'HTTP key invalid')
-      } else if (auth) {
-        const ok = basic(auth, fake.httpKey)
-        if (ok === false) throw rpcError(16, 'HTTP key invalid')
-        if (ok === null) {
-          try {
-            call.claims = bearer(auth)
-          } catch {
-            throw rpcError(16, 'Auth token invalid')
-          }
-        }
-      } else {
-        throw rpcError(16, 'Auth token or HTTP key required')
-      }
-      if (!runtime.rpcs.has(decodeURIComponent(rpc[1]!).toLowerCase())) throw rpcError(5, 'RPC function not found')
-      if (tooLarge && method === 'POST') throw Object.assign(new FakeError(3, TOO_LARGE), { body: { code: 3, message: TOO_LARGE } })
-      try {
-        return api.rpc(call, decodeURIComponent(rpc[1]!))
-      } catch (e) {
-        throw e instanceof FakeError ? Object.assign(e, { rpc: true }) : e
-      }
+    // The gateway reads the body before the gRPC call, and so before its authentication.
+    if (tooLarge && method !== 'GET') throw new FakeError(3, TOO_LARGE)
+    if (found.auth === 'server key') {
+      if (!auth) throw new FakeError(16, 'Server key required')
+      if (!basic(auth, fake.serverKey)) throw new FakeError(16, 'Server key invalid')
+    } else {
+      if (!auth) throw new FakeError(16, 'Auth token required')
+      call.claims = bearer(auth)
     }
-    const board = /^\/v2\/leaderboard\/([^/]+)$/.exec(path)
-    if (!BEARER_ROUTES.has(path) && !board) throw new FakeError(5, 'Not Found')
-    if (!auth) throw new FakeError(16, 'Auth token required')
-    call.claims = bearer(auth)
-    if (path === '/v2/session/logout' && method === 'POST') return api.logout(call)
-    if (path === '/v2/account' && method === 'GET') return api.getAccount(call)
-    if (path === '/v2/account' && method === 'PUT') return api.updateAccount(call)
-    if (board && method === 'GET') return api.listRecords(call, decodeURIComponent(board[1]!))
-    if (board && method === 'POST') return api.writeRecord(call, decodeURIComponent(board[1]!))
-    throw new FakeError(5, 'Not Found')
+    return found.serve(call, found.path.exec(path)!.slice(1).map(decodeURIComponent))
+  }
+
+  // RpcFuncHttp: a non-empty ?http_key= first, then a Basic header (HTTP key), then a Bearer session.
+  const serveRpc = (call: Call, id: string, auth: string | undefined, tooLarge: boolean): Answer => {
+    const key = call.query.get('http_key') ?? ''
+    if (key !== '') {
+      if (key !== fake.httpKey) throw rpcError(16, 'HTTP key invalid')
+    } else if (auth) {
+      const ok = basic(auth, fake.httpKey)
+      if (ok === false) throw rpcError(16, 'HTTP key invalid')
+      if (ok === null) {
+        try {
+          call.claims = bearer(auth)
+        } catch {
+          throw rpcError(16, 'Auth token invalid')
+        }
+      }
+    } else {
+      throw rpcError(16, 'Auth token or HTTP key required')
+    }
+    if (!runtime.rpcs.has(id.toLowerCase())) throw rpcError(5, 'RPC function not found')
+    if (tooLarge && call.method === 'POST') throw Object.assign(new FakeError(3, TOO_LARGE), { body: { code: 3, message: TOO_LARGE } })
+    try {
+      return api.rpc(call, id)
+    } catch (e) {
+      throw e instanceof FakeError ? Object.assign(e, { rpc: true }) : e
+    }
   }
 
   const server = http.createServer((req, res) => {
@@ -152,7 +174,13 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
       if (action === 'drop') return req.socket.destroy()
       if (action === 'hang') return void held.add(res)
       calls.set(name, (calls.get(name) ?? 0) + 1)
-      const headers = { 'cache-control': 'no-store, no-cache, must-revalidate' }
+      // CORS wraps the whole API: a preflight never reaches the routes (nor their Cache-Control).
+      const crossOrigin = cors(req)
+      if ('answer' in crossOrigin) {
+        res.writeHead(crossOrigin.answer.status, crossOrigin.answer.headers)
+        return res.end()
+      }
+      const headers = { ...crossOrigin.headers, 'cache-control': 'no-store, no-cache, must-revalidate' }
       if (action === 'fail') {
         res.writeHead(500, { ...headers, 'content-type': 'application/json' })
         return res.end(JSON.stringify({ code: 13, message: 'Internal error.' }))

@@ -13,6 +13,8 @@ export interface User {
   /** sha256 of the password: the fake's stand-in for bcrypt. */
   password?: string
   customId?: string
+  /** The one device id authenticate/device linked (a user_device row). */
+  deviceId?: string
   displayName?: string
   createTime: number
   updateTime: number

@@ -90,6 +90,31 @@ t.test('a rename reaches the other sessions: their backend token and their score
   t.notOk(board.records.some((r) => r.owner_id !== taker.id && r.username === 'Shared_Old'), 'no record shows the old name, now someone else\'s')
 })
 
+t.test('records written before a rename are served under the new name, in the database too; the old name\'s new holder has only their own', async (t) => {
+  const owner = new Client(platform.url)
+  const user = await signUp(t, owner, 'Before_Old')
+  const first = await owner.post('/api/leaderboards/submit', { leaderboardId: 'rune-best', score: 900 })
+  t.match(await first.json(), { record: { username: 'Before_Old' } })
+  t.equal((await rename(owner, 'before_new')).status, 200)
+  const taker = new Client(platform.url)
+  const other = await signUp(t, taker, 'Before_Old')
+  t.equal((await taker.post('/api/leaderboards/submit', { leaderboardId: 'rune-best', score: 1 })).status, 200)
+  const board = (await (await owner.get('/api/leaderboards/rune-best?limit=100')).json()) as {
+    records: { owner_id: string; username: string }[]
+    ownRecord: { username: string } | null
+  }
+  t.same(board.records.filter((r) => r.owner_id === user.id).map((r) => r.username), ['before_new'], 'the earlier record under the new name')
+  t.same(board.records.filter((r) => r.username === 'Before_Old').map((r) => r.owner_id), [other.id], 'the old name only on its new holder\'s record')
+  t.equal(board.ownRecord?.username, 'before_new')
+  const unchanged = await owner.post('/api/leaderboards/submit', { leaderboardId: 'rune-best', score: 5 })
+  t.match(await unchanged.json(), { record: { username: 'before_new', score: 900 } }, 'a write that changes nothing answers the new name')
+  // Nakama keeps the name a record was written with and the module serves the current one.
+  if (process.env.TEST_BACKEND !== 'nakama') {
+    const stale = countRows(dataDir, "SELECT count(*) FROM leaderboard_records WHERE owner_id = ? AND username = 'Before_Old'", user.id)
+    t.equal(stale, 0, 'stored under the new name, so a restart serves it too')
+  }
+})
+
 t.test('a session that read its new name first still gets a token carrying it, never the old one', async (t) => {
   const first = new Client(platform.url)
   const user = await signUp(t, first, 'Read_Old')

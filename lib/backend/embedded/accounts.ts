@@ -59,6 +59,9 @@ export class AccountStore implements AccountPart {
   readonly #statements = new Map<string, Database.Statement>()
 
   /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
+  /** Run inside a rename's transaction after the account's name changed (the leaderboards' records follow it). */
+  onRenamed: (userId: string, username: string, now: number) => void = () => {}
+
   constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
     // Generated once into DATA_DIR/secrets (mode 0600); two keys, as Nakama requires them to differ.
     const keys = { session: loadSecret(config.dataDir, 'token-key', null), refresh: loadSecret(config.dataDir, 'refresh-key', null) }
@@ -127,6 +130,7 @@ export class AccountStore implements AccountPart {
       const { allowed, waitMs } = this.#buckets.takeInTransaction(`rename:${userId}`, rule, now)
       if (!allowed) throw rateLimited('too many username changes', waitMs)
       this.#sql('UPDATE accounts SET username = ?, updated_at = ? WHERE id = ?').run(username, now, userId)
+      this.onRenamed(userId, username, now)
       return this.#account({ ...row, username })
     })
     // IMMEDIATE: the write lock is held from the bucket read to the bucket write, across processes too.

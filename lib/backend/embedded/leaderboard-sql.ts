@@ -52,6 +52,8 @@ export interface Statements {
   insertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number]>
   /** A changed record: username, score, subscore, metadata (kept when null), now, leaderboard, expiry, owner. */
   updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string]>
+  /** The owner's name in one period's record (a rename): username, leaderboard, expiry, owner. */
+  renameRecord: Database.Statement<[string, string, number, string]>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriod: Database.Statement<[string, number]>
 }
@@ -73,6 +75,7 @@ export function prepareStatements(db: Database.Database): Statements {
          (leaderboard_id, expiry, owner_id, username, score, subscore, metadata, num_score, create_time, update_time)
        VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)`,
     ),
+    renameRecord: db.prepare('UPDATE leaderboard_records SET username = ? WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?'),
     updateRecord: db.prepare(
       `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = ?

@@ -116,6 +116,21 @@ export class LeaderboardStore implements LeaderboardPart {
     return toRecord(board.config.id, entry, rank)
   }
 
+  /**
+   * The owner's records now being served take the owner's new name: a record carries the name it
+   * was written with, which the rename frees for someone else. Synchronous, so the account store
+   * runs it inside the rename's transaction: both commit together. One primary-key update a board.
+   */
+  renameOwner(ownerId: string, username: string, now: number): void {
+    for (const board of this.#boards.values()) {
+      const expiry = nextExpiry(board.config.resetSchedule, now)
+      this.#sql.renameRecord.run(username, board.config.id, expiry, ownerId)
+      // The entry the index holds is the one a write still queued will store: it takes the name too.
+      const entry = board.period?.expiry === expiry ? board.period.index.get(ownerId) : undefined
+      if (entry) entry.username = username
+    }
+  }
+
   /** A page of the current period in rank order from the cursor, and the caller's own record. */
   async listRecords(query: RecordQuery, now: number): Promise<RecordPage> {
     const board = this.#board(query.leaderboardId)

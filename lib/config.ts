@@ -33,7 +33,7 @@ const URL_VAR = variable(Type.String({ pattern: '^https?://[^\\s]+$' }), 'an htt
 const KEY = variable(Type.String({ minLength: 1, pattern: '^[^\\s:]+$' }), 'a non-empty string without spaces or colons (Basic auth ends the key at the first colon)')
 const SECRETS = variable(
   Type.String({ pattern: '^[^,\\s]{32,}(,[^,\\s]{32,})*$' }),
-  'a comma list of secrets, each at least 32 characters',
+  'a comma list of secrets, each at least 32 characters without spaces',
 )
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')

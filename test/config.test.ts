@@ -21,7 +21,8 @@ const BAD: [Record<string, string>, string][] = [
   [{ PLATFORM_ORIGINS: 'https://play.example.com?x' },
     'PLATFORM_ORIGINS: "https://play.example.com?x" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
   [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
-  [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters'],
+  [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
+  [{ SESSION_SECRET: `${'a'.repeat(40)}, ${'b'.repeat(40)}` }, 'SESSION_SECRET: (82 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   // A prefix is digits: `10.0.0.1/` read as /0 would trust every IPv4 client's X-Forwarded-For.

@@ -54,6 +54,8 @@ const CASES: Record<string, string[]> = {
   ],
   // A `?` after the `#` is the fragment's, not a query.
   'fragment-embed': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
+  // Served as written: a byte that is not UTF-8 would be served as U+FFFD.
+  'invalid-utf8': [`${F}: $: is not valid UTF-8`],
   'impossible-dates': [`${F}: $.lastUpdated: is not a real date and time`, `${F}: $.verifiedPlayCapture.capturedAt: is not a real date and time`],
   'default-not-in-ids': [`${F}: $.leaderboards.default: "weekly" is not among leaderboards.ids`],
   'config-key-not-in-ids': [`${F}: $.leaderboards.configs["extra-board"]: "extra-board" is not among leaderboards.ids`],

@@ -17,19 +17,28 @@ function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFi
   const id = file.slice(0, -'.json'.length)
   let text: string
   try {
-    text = readFileSync(path.join(dirs.manifestsDir, file), 'utf8')
+    text = readText(path.join(dirs.manifestsDir, file))
   } catch (err) {
-    problems.push({ file, path: '$', message: `cannot be read (${errorCode(err)})` })
+    problems.push({ file, path: '$', message: err instanceof TypeError ? 'is not valid UTF-8' : `cannot be read (${errorCode(err)})` })
     return null
   }
   // Only a safe id names a directory to look in (an unsafe one fails the schema anyway).
   if (!/^[a-z0-9][a-z0-9_-]*$/.test(id)) return { file, id, text }
   const capturePath = path.join(dirs.screenshotsDir, 'games', id, 'latest.json')
   try {
-    return { file, id, text, capture: { file: capturePath, text: readFileSync(capturePath, 'utf8') } }
+    return { file, id, text, capture: { file: capturePath, text: readText(capturePath) } }
   } catch (err) {
-    return errorCode(err) === 'ENOENT' ? { file, id, text } : { file, id, text, capture: { file: capturePath, unreadable: errorCode(err) } }
+    if (errorCode(err) === 'ENOENT') return { file, id, text }
+    return { file, id, text, capture: { file: capturePath, unreadable: err instanceof TypeError ? 'not valid UTF-8' : errorCode(err) } }
   }
+}
+
+// Fatal: a manifest is served as written, and a byte that is no UTF-8 would be served as U+FFFD.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** The file's text; a TypeError when it is not valid UTF-8. */
+function readText(file: string): string {
+  return UTF8.decode(readFileSync(file))
 }
 
 function errorCode(err: unknown): string {

@@ -62,6 +62,10 @@ t.test('users list prints the accounts holding a role', async (t) => {
 t.test('users: an unknown user or role exits 1 with one clear line; bad usage exits 64', async (t) => {
   const nobody = await users('grant', 'nobody-here', 'developer')
   t.same(nobody, { code: 1, stdout: '', stderr: 'users: no user "nobody-here"\n' })
+  const newline = await users('grant', 'a\nb', 'developer')
+  t.equal(newline.code, 1)
+  t.equal(newline.stderr.split('\n').length, 2, 'a name with a newline: still one line')
+  t.match(newline.stderr, /^users: no user "a(\\n|\\u000a)b"\n$/)
   const role = await users('grant', 'DevPerson', 'root')
   t.same(role, { code: 1, stdout: '', stderr: 'users: unknown role "root"; roles are admin, developer\n' })
   for (const args of [[], ['grant'], ['grant', 'DevPerson'], ['frobnicate'], ['list', 'extra'], ['grant', 'a', 'developer', 'x']]) {
@@ -71,11 +75,15 @@ t.test('users: an unknown user or role exits 1 with one clear line; bad usage ex
   }
 })
 
-t.test('users on a file that is not a database: exit 1 and one line, no stack trace', async (t) => {
+t.test('users on a file that is not a database: the server\'s config line and exit 2, no stack trace', async (t) => {
   const dir = tempDir()
   writeFileSync(path.join(dir, 'playfield.sqlite'), 'this is not a database, just text long enough to have a header of sorts\n'.repeat(20))
   const result = await usersIn(dir, 'list')
-  t.same(result, { code: 1, stdout: '', stderr: 'users: file is not a database\n' })
+  t.same(result, {
+    code: 2,
+    stdout: '',
+    stderr: `config: DATA_DIR: the database "${dir}/playfield.sqlite" cannot be used (SQLITE_NOTADB: file is not a database); expected a DATA_DIR whose playfield.sqlite is a SQLite database this user can read and write\n`,
+  })
 })
 
 t.test('commands started together on a fresh DATA_DIR all open it: the migrations run once', async (t) => {

@@ -20,7 +20,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     return 64
   }
   if (change && !ROLES.includes(role!)) {
-    process.stderr.write(`users: unknown role "${role}"; roles are ${ROLES.join(', ')}\n`)
+    process.stderr.write(`users: unknown role ${JSON.stringify(role)}; roles are ${ROLES.join(', ')}\n`)
     return 1
   }
   let backend: Backend | undefined
@@ -39,7 +39,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.
     if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
-    process.stderr.write(`users: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.stderr.write(`users: ${oneLine(err instanceof Error ? err.message : String(err))}\n`)
     return 1
   } finally {
     await backend?.close()
@@ -48,4 +48,9 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
 
 function line(account: Account): string {
   return `${account.username}\t${account.id}\t${account.roles.join(',') || '-'}\n`
+}
+
+/** `text` with its control characters escaped, so a name typed with a newline stays on the one line. */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

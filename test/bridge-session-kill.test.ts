@@ -1,7 +1,4 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import t from 'tap'
 import { endSession } from '../lib/bridge/session-kill.js'
 
@@ -50,25 +47,4 @@ t.test('a process that ignores SIGHUP gets SIGKILL once the grace is over, and e
   t.equal(await s.ended, 'SIGKILL')
   t.ok(Date.now() - started >= 500, 'not before the grace was over')
   t.same(await left(s.pid), [], 'the background sleep, which ignores SIGHUP too, is gone as well')
-})
-
-t.test('a process that re-forks over and over, each time in a new group and with its parent gone, is ended too', async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'hopper-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const log = path.join(dir, 'pid')
-  // Ignores SIGHUP; every 5 ms: fork, the parent exits, the child takes a process group of its own
-  // and writes its pid. Each pid lives a few milliseconds, so a scan can list one and find it gone.
-  const hopper = `perl -e 'use POSIX; $SIG{HUP} = "IGNORE"; while (1) { select(undef, undef, undef, 0.005); my $p = fork(); next unless defined $p; POSIX::_exit(0) if $p; setpgid(0, 0); open(F, ">", $ARGV[0]); print F $$; close F }' ${log}`
-  for (let round = 0; round < 3; round++) {
-    const s = session(`${hopper} & wait`)
-    await sleep(300)
-    t.ok(existsSync(log), 'the hopper runs')
-    await endSession(s.pid, 200)
-    await s.ended
-    const before = readFileSync(log, 'utf8')
-    await sleep(500)
-    t.equal(readFileSync(log, 'utf8'), before, `round ${round}: no new pid was written after the session ended`)
-    t.same(await left(s.pid), [], `round ${round}: nothing of the session is left`)
-    rmSync(log, { force: true })
-  }
 })

@@ -10,10 +10,8 @@ export const KILL_GRACE_MS = 2_000
  */
 function sessionMembers(sid: number): number[] {
   const members: number[] = []
-  // Newest first: a process that forks and lets its parent exit over and over is caught by a
-  // read straight after the listing, before it has moved on to a pid the listing does not hold.
-  const pids = readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).sort((a, b) => Number(b) - Number(a))
-  for (const name of pids) {
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue
     let stat: string
     try {
       stat = readFileSync(`/proc/${name}/stat`, 'utf8')
@@ -54,41 +52,27 @@ const POLL_MS = 50
 const REHUP_MS = 250
 
 /**
- * Empty scans in a row that count as the session being over. One is not enough: a process that
- * forks and exits between the listing and its read is seen by neither.
- */
-const EMPTY_SCANS = 3
-/** After the grace: SIGKILL rounds, one per POLL_MS, to whatever appears, at most this many. */
-const KILL_ROUNDS = 40
-
-/**
  * End every process of the session led by `sid`: SIGHUP (and SIGCONT, so stopped jobs see it) to
- * each member now and again every REHUP_MS, then from `graceMs` on SIGKILL to every member each
- * POLL_MS until EMPTY_SCANS scans in a row find none (or KILL_ROUNDS rounds have passed). Resolves
- * as soon as the session is over, so a shutdown waits no longer than it must.
+ * each member now and again every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once
+ * the session is empty or the SIGKILL round is done, so a shutdown waits no longer than it must.
  */
 export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> {
   hangUp(sessionMembers(sid))
   const deadline = Date.now() + graceMs
   let rehup = Date.now() + REHUP_MS
-  let empty = 0
-  let killRounds = 0
   return new Promise((resolve) => {
     const timer = setInterval(() => {
       const left = sessionMembers(sid)
-      empty = left.length === 0 ? empty + 1 : 0
       const now = Date.now()
-      if (empty >= EMPTY_SCANS || killRounds >= KILL_ROUNDS) {
-        clearInterval(timer)
-        return resolve()
-      }
-      if (now < deadline) {
-        if (left.length === 0 || now < rehup) return
+      if (left.length > 0 && now < deadline) {
+        if (now < rehup) return
         rehup = now + REHUP_MS
-        return hangUp(left)
+        hangUp(left)
+        return
       }
-      killRounds++
       for (const pid of left) signal(pid, 'SIGKILL')
+      clearInterval(timer)
+      resolve()
     }, POLL_MS)
   })
 }

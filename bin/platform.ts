@@ -72,9 +72,14 @@ async function main(): Promise<void> {
     await serve(config)
   } catch (err) {
     // A bad variable, and a directory or listen address that turns out unusable (CONTRACT §1).
-    if (!(err instanceof ConfigError)) throw err
-    process.stderr.write(`config: ${err.message}\n`)
-    process.exit(2)
+    if (err instanceof ConfigError) {
+      process.stderr.write(`config: ${err.message}\n`)
+      process.exit(2)
+    }
+    // Anything else that stops the start (the database locked past its busy time-out, a full
+    // disk) may pass: one line, never a stack trace, and exit 1, which the unit restarts.
+    process.stderr.write(`platform: cannot start: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exit(1)
   }
 }
 

@@ -62,7 +62,7 @@ const CASES: Record<string, string[]> = {
   'cron-four-fields': [
     `${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression (minute hour day month weekday) or null, got 4 field(s)`,
   ],
-  'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: CronPattern: Invalid value for minute: 61`],
+  'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: minute 61 is out of range 0-59`],
   'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
   'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],
   'duplicate-board-id': [`${F}: $.leaderboards.ids[1]: duplicate leaderboard id "main"`],

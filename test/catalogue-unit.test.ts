@@ -49,7 +49,15 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['@daily', 'must be a five-field cron expression (minute hour day month weekday) or null, got 1 field(s)'],
     ['', 'must be a five-field cron expression (minute hour day month weekday) or null, got 0 field(s)'],
     ['0 0 30 2 *', 'is a cron expression that never fires'],
-    ['0 25 * * *', 'is not a valid cron expression: CronPattern: Invalid value for hour: 25'],
+    ['0 25 * * *', 'is not a valid cron expression: hour 25 is out of range 0-23'],
+    // croner reads a day or month of 0 as -1 and says so; the manifest's author wrote 0.
+    ['0 0 0 * *', 'is not a valid cron expression: day 0 is out of range 1-31'],
+    ['0 0 1 0 *', 'is not a valid cron expression: month 0 is out of range 1-12'],
+    ['0 0 * * 8', 'is not a valid cron expression: weekday 8 is out of range 0-7'],
+    ['*/30 0-5 1,15 */2 *', null],
+    ['0 0 * * 1#2', null],
+    ['0 0 * * 5L', null],
+    ['0 0 x * *', 'is not a valid cron expression: CronPattern: configuration entry 3 (x) contains illegal characters.'],
   ]
   for (const [expr, problem] of cases) t.equal(cronProblem(expr), problem, JSON.stringify(expr))
 })

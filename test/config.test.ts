@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import Database from 'better-sqlite3'
 import { ConfigError, loadPlatformConfig } from '../lib/config.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -58,6 +59,8 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   t.ok(Object.isFrozen(config))
   t.equal(loadPlatformConfig({ DATA_DIR: '/srv/pf' }).screenshotsDir, '/srv/pf/screenshots', 'SCREENSHOTS_DIR follows DATA_DIR')
   t.same(loadPlatformConfig({ PLATFORM_ORIGINS: ' https://a.example.com , http://b.example.com:8080 ' }).origins, ['https://a.example.com', 'http://b.example.com:8080'], 'spaces around the commas')
+  t.same(loadPlatformConfig({ PLATFORM_ORIGINS: 'http://web_app:3000,http://[::1]:3000,https://xn--bcher-kva.example' }).origins,
+    ['http://web_app:3000', 'http://[::1]:3000', 'https://xn--bcher-kva.example'], 'hosts browsers send: underscores, IPv6, punycode')
   t.equal(loadPlatformConfig({ HOST: '[::1]' }).host, '::1', 'a bracketed IPv6 host is the address')
   t.equal(loadPlatformConfig({ TERMINAL_HOST: '[::1]' }).terminalHost, '::1', 'the bridge address too')
 })
@@ -87,6 +90,18 @@ t.test('a bad environment variable stops the platform: exit 2 and only its line 
     )
   })
   t.strictSame(users, { code: 2, stderr: 'config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); expected a directory path\n' }, 'users too, on an unusable DATA_DIR')
+})
+
+t.test('a database locked past its busy time-out at start is no config error: one line, exit 1, which systemd restarts', async (t) => {
+  const dataDir = tempDir()
+  // A database made by a first start, then held by another process's write transaction.
+  const first = await startPlatform({ dataDir })
+  await first.stop()
+  const holder = new Database(path.join(dataDir, 'playfield.sqlite'))
+  holder.prepare('BEGIN IMMEDIATE').run()
+  t.teardown(() => holder.close())
+  const error = await startPlatform({ dataDir }).then(() => new Error('started'), (err: Error) => err)
+  t.equal(error.message, 'process exited (1) before ready: platform: cannot start: database is locked\n')
 })
 
 t.test('an unusable directory or listen address is a bad value too: exit 2 and one line naming its variable', async (t) => {

@@ -87,7 +87,7 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
   t.strictSame(exit, { code: 0, signal: null })
 })
 
-t.test('SIGTERM with a keep-alive request in flight: its answer says Connection: close, and the connection ends with it', async (t) => {
+t.test('SIGTERM with a keep-alive request in flight: the connection ends once it is answered, not at the keep-alive time-out', async (t) => {
   const platform = await startPlatform()
   const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), 'keep-alive')
   await new Promise((r) => setTimeout(r, 300))
@@ -95,11 +95,30 @@ t.test('SIGTERM with a keep-alive request in flight: its answer says Connection:
   platform.child.kill('SIGTERM')
   await waitForLog(platform.logs, 'platform.stopping', mark)
   slow.finish()
+  const finished = Date.now()
   // The response promise settles when the server closes the socket: a kept-alive one would stay
-  // open for the keep-alive time-out and the exit wait on it.
+  // open for the 5 s keep-alive time-out, and the exit would wait on it.
   const response = await slow.response
+  t.ok(Date.now() - finished < 3_000, 'closed by the server well before the keep-alive time-out')
   t.match(response, /^HTTP\/1\.1 401 /)
-  t.match(response, /\r\nConnection: close\r\n/i, 'no keep-alive offered while stopping')
-  t.notMatch(response, /\r\nKeep-Alive:/i)
+  t.strictSame(await platform.exited, { code: 0, signal: null })
+})
+
+t.test('SIGTERM with pipelined requests in flight: each is answered before the connection ends', async (t) => {
+  const platform = await startPlatform()
+  const socket = net.connect(platform.port, '127.0.0.1')
+  const login = JSON.stringify({ username: 'nobody-here', password: 'wrong-password' })
+  const post = (path: string, body: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  let text = ''
+  socket.setEncoding('utf8').on('data', (d: string) => (text += d))
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+  // The login checks a password (tens of ms): SIGTERM comes while it runs and the guest waits behind it.
+  socket.write(post('/api/auth/login', login) + post('/api/auth/guest', ''))
+  await new Promise((r) => setTimeout(r, 10))
+  platform.child.kill('SIGTERM')
+  await closed
+  const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))
+  t.same(statuses, [401, 200], 'the login\'s answer, then the guest\'s: no request ran without its answer')
   t.strictSame(await platform.exited, { code: 0, signal: null })
 })

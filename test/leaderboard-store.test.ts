@@ -224,6 +224,22 @@ t.test('a configuration changed while writes wait for their commit keeps them: n
   t.same(page.records.map((r) => [r.owner_id, r.score, r.rank]), [['b', 2, 1], ['a', 3, 2]], 'served as stored, ascending now')
 })
 
+t.test('a rename names the owner on every record: other periods, and boards out of the catalogue now, served again later', async (t) => {
+  const { store, db } = await open()
+  const day1 = Date.parse('2026-11-21T12:00:00Z')
+  const day2 = Date.parse('2026-11-22T12:00:00Z')
+  await store.writeRecord(write('daily', 'a', 10, 0, undefined, 'old'), day1)
+  await store.writeRecord(write('best-desc', 'a', 10, 0, undefined, 'old'), day1)
+  await store.writeRecord(write('daily', 'a', 20, 0, undefined, 'old'), day2)
+  await store.syncLeaderboards(BOARDS.filter((b) => b.id !== 'best-desc'))
+  store.renameOwner('a', 'new')
+  t.same(db.prepare("SELECT DISTINCT username FROM leaderboard_records WHERE owner_id = 'a'").all(), [{ username: 'new' }], 'every stored record')
+  t.equal((await store.listRecords({ leaderboardId: 'daily', limit: 5, ownerId: 'a' }, day2)).ownRecord?.username, 'new', 'the period in memory')
+  await store.syncLeaderboards(BOARDS)
+  t.equal((await store.listRecords({ leaderboardId: 'best-desc', limit: 5 }, day2)).records[0]?.username, 'new', 'a board back in the catalogue')
+  t.equal((await store.writeRecord(write('daily', 'a', 1, 0, undefined, 'old'), day2)).username, 'new', 'a write that changes nothing answers the new name')
+})
+
 t.test('launches are recorded', async (t) => {
   const { store, db } = await open()
   await store.recordLaunch({ sessionId: 's1', gameId: 'g', userId: 'u', time: NOW })

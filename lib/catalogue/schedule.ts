@@ -17,6 +17,8 @@ function findProblem(expr: string): string | null {
   if (fields.length !== 5) {
     return `must be a five-field cron expression (minute hour day month weekday) or null, got ${fields.length} field(s)`
   }
+  const outOfRange = rangeProblem(fields)
+  if (outOfRange) return `is not a valid cron expression: ${outOfRange}`
   let cron: Cron
   try {
     cron = parse(expr)
@@ -24,6 +26,20 @@ function findProblem(expr: string): string | null {
     return `is not a valid cron expression: ${err instanceof Error ? err.message : String(err)}`
   }
   if (cron.nextRun(new Date(0)) === null) return 'is a cron expression that never fires'
+  return null
+}
+
+/** Each field's name and range: checked here, as croner reports a day or month of 0 as -1. */
+const FIELDS: readonly [string, number, number][] = [['minute', 0, 59], ['hour', 0, 23], ['day', 1, 31], ['month', 1, 12], ['weekday', 0, 7]]
+
+/** The first number out of its field's range (steps after `/` and `#` are counts, not values), or null. */
+function rangeProblem(fields: string[]): string | null {
+  for (const [i, [name, low, high]] of FIELDS.entries()) {
+    for (const digits of fields[i]!.replace(/[/#]\d+/g, '').match(/\d+/g) ?? []) {
+      const value = Number(digits)
+      if (value < low || value > high) return `${name} ${digits} is out of range ${low}-${high}`
+    }
+  }
   return null
 }
 

@@ -72,8 +72,6 @@ class PlatformResponse extends http.ServerResponse {
   }
 
   override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
-    // Node sets `socket.server` on the connections a server accepts.
-    if (closing.has((this.socket as { server?: http.Server } | null)?.server as http.Server)) this.shouldKeepAlive = false
     const given = typeof reason === 'string' ? headers : reason
     if (Array.isArray(given) && (given.length === 0 || typeof given[0] === 'string')) {
       // The list is the handler's own, made for this answer: extended in place, not copied.
@@ -237,9 +235,9 @@ function handle(
 export function closeGracefully(server: http.Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     // server.close() closes the connections idle now; one whose request finishes later would stay
-    // open for its keep-alive time. Answers from now on say `Connection: close` (PlatformResponse),
-    // and a connection that falls idle anyway (another server's responses) within IDLE_SWEEP_MS.
-    closing.add(server)
+    // open for its keep-alive time: each is closed within IDLE_SWEEP_MS of falling idle. (Not by
+    // answering `Connection: close`: a request pipelined behind it has run already, and its
+    // answer would be dropped.)
     const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
     const timer = setTimeout(() => {
       clearInterval(sweep)
@@ -255,9 +253,6 @@ export function closeGracefully(server: http.Server, graceMs: number): Promise<v
     server.closeIdleConnections()
   })
 }
-
-/** Servers closing gracefully: their answers end their connections. */
-const closing = new WeakSet<http.Server>()
 
 /** While closing, how often connections that have fallen idle are closed. */
 const IDLE_SWEEP_MS = 100

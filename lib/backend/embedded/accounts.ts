@@ -60,7 +60,7 @@ export class AccountStore implements AccountPart {
 
   /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
   /** Run inside a rename's transaction after the account's name changed (the leaderboards' records follow it). */
-  onRenamed: (userId: string, username: string, now: number) => void = () => {}
+  onRenamed: (userId: string, username: string) => void = () => {}
 
   constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
     // Generated once into DATA_DIR/secrets (mode 0600); two keys, as Nakama requires them to differ.
@@ -130,7 +130,7 @@ export class AccountStore implements AccountPart {
       const { allowed, waitMs } = this.#buckets.takeInTransaction(`rename:${userId}`, rule, now)
       if (!allowed) throw rateLimited('too many username changes', waitMs)
       this.#sql('UPDATE accounts SET username = ?, updated_at = ? WHERE id = ?').run(username, now, userId)
-      this.onRenamed(userId, username, now)
+      this.onRenamed(userId, username)
       return this.#account({ ...row, username })
     })
     // IMMEDIATE: the write lock is held from the bucket read to the bucket write, across processes too.

@@ -29,13 +29,17 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
     return db
   } catch (err) {
     db?.close()
-    // A file that is no database, a directory, or one another account owns: one line, exit 2.
+    // A file that is no database, a directory, or one another account owns: one line, exit 2. A
+    // lock held past the busy time-out, a full disk or an I/O error may pass: not a config error.
     const code = (err as { code?: unknown } | null)?.code
-    if (typeof code !== 'string') throw err
+    if (typeof code !== 'string' || !UNUSABLE.test(code)) throw err
     const why = err instanceof Error && err.message !== code ? `${code}: ${err.message}` : code
     throw new ConfigError(`DATA_DIR: the database ${JSON.stringify(file)} cannot be used (${why}); expected a DATA_DIR whose ${DATABASE_FILE} is a SQLite database this user can read and write`)
   }
 }
+
+/** SQLite's codes for a database file that stays unusable until someone changes it. */
+const UNUSABLE = /^SQLITE_(NOTADB|CANTOPEN|READONLY|PERM|AUTH|CORRUPT)/
 
 /** Settings and migrations of a newly opened database. */
 function prepare(db: Database.Database, migrations: readonly Migration[]): void {

@@ -10,7 +10,7 @@ export function createEmbeddedBackend(config: Readonly<PlatformConfig>): Backend
   const db: Database.Database = openDatabase(config.dataDir, [...ACCOUNT_MIGRATIONS, ...LEADERBOARD_MIGRATIONS])
   const accounts = new AccountStore(db, config)
   const boards = new LeaderboardStore(db, (ownerId) => accounts.usernameOf(ownerId))
-  accounts.onRenamed = (userId, username, now) => boards.renameOwner(userId, username, now)
+  accounts.onRenamed = (userId, username) => boards.renameOwner(userId, username)
   const backend = composeBackend('embedded', accounts, boards, async () => {
     // Commit writes still queued for this turn's group commit before the file closes.
     boards.flush()

@@ -36,6 +36,12 @@ CREATE TABLE launches (
 );
 `
 
+/**
+ * Migration 201: records by owner, for a rename, which changes the name on all of them. Only an
+ * insert (a player's first record in a period) touches it; score writes do not.
+ */
+export const OWNER_INDEX_SQL = 'CREATE INDEX leaderboard_records_owner ON leaderboard_records (owner_id)'
+
 /** One record of a period as the rank index holds it; rows are read in this shape directly. */
 export interface RecordEntry {
   ownerId: string
@@ -52,8 +58,8 @@ export interface Statements {
   insertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number]>
   /** A changed record: username, score, subscore, metadata (kept when null), now, leaderboard, expiry, owner. */
   updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string]>
-  /** The owner's name in one period's record (a rename): username, leaderboard, expiry, owner. */
-  renameRecord: Database.Statement<[string, string, number, string]>
+  /** The owner's name in every record, of every board and period (a rename): username, owner. */
+  renameOwner: Database.Statement<[string, string]>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriod: Database.Statement<[string, number]>
 }
@@ -75,7 +81,7 @@ export function prepareStatements(db: Database.Database): Statements {
          (leaderboard_id, expiry, owner_id, username, score, subscore, metadata, num_score, create_time, update_time)
        VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)`,
     ),
-    renameRecord: db.prepare('UPDATE leaderboard_records SET username = ? WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?'),
+    renameOwner: db.prepare('UPDATE leaderboard_records SET username = ? WHERE owner_id = ?'),
     updateRecord: db.prepare(
       `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = ?

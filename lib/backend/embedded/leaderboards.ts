@@ -7,10 +7,13 @@ import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../lead
 import { RankIndex } from '../../rank-index.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
-import { LEADERBOARD_SQL, prepareStatements, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
+import { LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
-export const LEADERBOARD_MIGRATIONS: Migration[] = [{ version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL }]
+export const LEADERBOARD_MIGRATIONS: Migration[] = [
+  { version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL },
+  { version: 201, name: 'records by owner', sql: OWNER_INDEX_SQL },
+]
 
 
 /** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
@@ -117,16 +120,16 @@ export class LeaderboardStore implements LeaderboardPart {
   }
 
   /**
-   * The owner's records now being served take the owner's new name: a record carries the name it
-   * was written with, which the rename frees for someone else. Synchronous, so the account store
-   * runs it inside the rename's transaction: both commit together. One primary-key update a board.
+   * Every record of the owner takes the owner's new name, of every board and period (a board or a
+   * period served again later shows it too): a record carries the name it was written with, which
+   * the rename frees for someone else. Synchronous, so the account store runs it inside the
+   * rename's transaction and both commit together.
    */
-  renameOwner(ownerId: string, username: string, now: number): void {
+  renameOwner(ownerId: string, username: string): void {
+    this.#sql.renameOwner.run(username, ownerId)
+    // The entry an index holds is the one a write still queued will store: it takes the name too.
     for (const board of this.#boards.values()) {
-      const expiry = nextExpiry(board.config.resetSchedule, now)
-      this.#sql.renameRecord.run(username, board.config.id, expiry, ownerId)
-      // The entry the index holds is the one a write still queued will store: it takes the name too.
-      const entry = board.period?.expiry === expiry ? board.period.index.get(ownerId) : undefined
+      const entry = board.period?.index.get(ownerId)
       if (entry) entry.username = username
     }
   }

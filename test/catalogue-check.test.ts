@@ -1,5 +1,5 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ROOT, startPlatform, tempDir } from './helpers/platform.js'
@@ -193,6 +193,13 @@ t.test('a capture file that cannot be read is a problem only for a manifest that
   const omitted = await check(path.join(FIXTURES, 'capture-from-screenshots'), screenshots)
   t.equal(omitted.stderr, `${path.join(screenshots, 'games/broken-game/latest.json')}: $: cannot be read (EISDIR)\n`)
   t.equal(omitted.code, 1)
+  // A FIFO would block the read, and the start with it.
+  const fifo = tempDir()
+  mkdirSync(path.join(fifo, 'games/broken-game'), { recursive: true })
+  execFileSync('mkfifo', [path.join(fifo, 'games/broken-game/latest.json')])
+  t.equal((await check(path.join(FIXTURES, 'valid'), fifo)).code, 0, 'a FIFO where no capture is needed is never opened')
+  const blocked = await check(path.join(FIXTURES, 'capture-from-screenshots'), fifo)
+  t.equal(blocked.stderr, `${path.join(fifo, 'games/broken-game/latest.json')}: $: cannot be read (not a regular file)\n`)
 })
 
 t.test('every file in manifests/ passes bin/platform check', async (t) => {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import type { PlatformConfig } from '../config.js'
 import { logLine } from '../http/server.js'
@@ -36,8 +36,11 @@ function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFi
 // Fatal: a manifest is served as written, and a byte that is no UTF-8 would be served as U+FFFD.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-/** The file's text; a TypeError when it is not valid UTF-8. */
+/** The file's text; a TypeError when it is not valid UTF-8, EISDIR-like errors for what is no file. */
 function readText(file: string): string {
+  // A FIFO (or a device) would block the read, and the start or the reload with it.
+  const stats = statSync(file)
+  if (!stats.isFile()) throw Object.assign(new Error(`${file} is not a file`), { code: stats.isDirectory() ? 'EISDIR' : 'not a regular file' })
   return UTF8.decode(readFileSync(file))
 }
 

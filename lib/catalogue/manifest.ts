@@ -33,7 +33,7 @@ const Count = Type.Integer({ minimum: 0 })
 const strict = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false })
 
 /** Spec 2.3: every value seen of a leaderboard's `type`. */
-export const BOARD_TYPES = [
+const BOARD_TYPES = [
   'win_loss', 'best', 'incr', 'set', 'time_best', 'high_score', 'highest_score', 'score',
   'hashrate', 'wealth', 'wins', 'elo', 'mastery', 'kills', 'rating', 'coop_pve_run',
 ] as const

@@ -110,7 +110,7 @@ const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})
  * Date.parse rolls 2026-02-30 over to March and takes 24:00, so each field is checked against its
  * range, the day against its month.
  */
-export function isImpossibleTime(text: string): boolean {
+function isImpossibleTime(text: string): boolean {
   const m = TIMESTAMP.exec(text)
   if (!m) return false
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number]

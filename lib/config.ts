@@ -87,6 +87,7 @@ function trustList(raw: string): BlockList {
   return trusted
 }
 
+/** Where the Nakama cluster is and its two keys (GAME_BACKEND=nakama). */
 export interface NakamaConfig {
   url: string
   serverKey: string

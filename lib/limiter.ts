@@ -11,6 +11,7 @@ export interface Bucket {
   updatedAt: number
 }
 
+/** What take() decided and the bucket to store after it. */
 export interface TakeResult {
   bucket: Bucket
   allowed: boolean

@@ -69,6 +69,7 @@ export type AccountPart = Omit<Backend, 'kind' | 'close' | LeaderboardMethod>
 /** The leaderboard half of a backend: launches and records. */
 export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
 
+/** The methods of AccountPart, by name: what composeBackend forwards to the account half. */
 export const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
   'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
   'renameUser', 'takeBucket', 'eventWindow', 'grantRole', 'revokeRole', 'listPrivileged',
@@ -98,12 +99,14 @@ export interface BackendSession {
   expiresAt: number
 }
 
+/** A backend account as the platform sees it. */
 export interface Account {
   id: string
   username: string
   roles: string[]
 }
 
+/** One launched game session, as recorded in the backend. */
 export interface Launch {
   sessionId: string
   gameId: string
@@ -121,6 +124,7 @@ export interface LeaderboardConfig {
   authoritative: boolean
 }
 
+/** A score submission, after validation, as the backend applies it. */
 export interface RecordWrite {
   leaderboardId: string
   ownerId: string
@@ -132,6 +136,7 @@ export interface RecordWrite {
   metadata?: string
 }
 
+/** A stored record with its rank, as the API serves it (spec 2.5 plus username and subscore). */
 export interface LeaderboardRecord {
   leaderboard_id: string
   owner_id: string
@@ -141,6 +146,7 @@ export interface LeaderboardRecord {
   rank: number
 }
 
+/** One page of a leaderboard to read. */
 export interface RecordQuery {
   leaderboardId: string
   limit: number
@@ -149,6 +155,7 @@ export interface RecordQuery {
   ownerId?: string
 }
 
+/** A page of records, the cursor of the next one, and the caller's own record. */
 export interface RecordPage {
   records: LeaderboardRecord[]
   nextCursor: string | null

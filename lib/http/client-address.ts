@@ -9,6 +9,7 @@ import type { IncomingMessage } from 'node:http'
 const kPeer = Symbol('playfield.peer')
 type PeerSocket = IncomingMessage['socket'] & { [kPeer]?: ClientAddress | null }
 
+/** Who a request comes from, after trusted proxies. */
 export interface ClientAddress {
   readonly ip: string
   readonly proto: 'http' | 'https'
@@ -51,6 +52,7 @@ function isTrusted(ip: string, trust: BlockList): boolean {
   return trust.check(ip, family === 6 ? 'ipv6' : 'ipv4') || (family === 4 && trust.check(`::ffff:${ip}`, 'ipv6'))
 }
 
+/** A request header as one string: repeated headers joined with commas. */
 export function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name]
   return Array.isArray(value) ? value.join(',') : value

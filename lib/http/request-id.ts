@@ -15,6 +15,7 @@ const BLOCK = 2 ** 24
 let issued = BLOCK - 1
 let blockPrefix = ''
 
+/** The next request id: unique within this process and across its restarts. */
 export function nextRequestId(): string {
   issued = issued === 2 * BLOCK - 1 ? BLOCK : issued + 1
   if (issued === BLOCK) blockPrefix = PREFIX + nextBlock()

@@ -42,6 +42,7 @@ export class NakamaMisconfigured extends HttpError {
 /** How a request authenticates (nakama-api.md §1.0): server key, runtime HTTP key, or a session. */
 type NakamaAuth = 'server' | 'http' | { bearer: string }
 
+/** One REST call's query, body and credentials. */
 export interface RequestOptions {
   query?: Record<string, string>
   body?: unknown
@@ -50,6 +51,7 @@ export interface RequestOptions {
   idempotent?: boolean
 }
 
+/** Time limit and log of a NakamaClient. */
 export interface ClientOptions {
   /** Per-request limit; past it the request is abandoned and answered 503. */
   timeoutMs?: number

@@ -76,7 +76,7 @@ function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>${title}</title><link rel="stylesheet" href="/dev/terminal/assets/terminal.css"></head>
+<head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/dev/terminal/assets/terminal.css"></head>
 <body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p></body>
 </html>
 `

@@ -23,19 +23,62 @@ const CLOSE_REASONS = {
   1013: 'connection limit reached: too many terminals are open; close one, then reconnect',
 }
 
+/** Why a connection that never opened failed: the page cannot tell which; the bridge's log says. */
+const NOT_OPENED = 'the terminal bridge refused the connection or cannot be reached (its log says which)'
+
 const statusLine = document.getElementById('status')
 const button = document.getElementById('reconnect')
 // allowProposedApi: `term.unicode` is proposed API in xterm.js 6.
 const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14, allowProposedApi: true })
 const fit = new FitAddon.FitAddon()
 term.loadAddon(fit)
-// Character widths of Unicode 11, as the shell's C library counts them: with xterm's default
-// Unicode 6 tables an emoji took one column on screen and two in the shell, and line editing
-// showed other text than the line the shell had.
-term.loadAddon(new Unicode11Addon.Unicode11Addon())
-term.unicode.activeVersion = '11'
+term.unicode.register(shellWidths())
+term.unicode.activeVersion = 'shell'
 term.open(document.getElementById('terminal'))
-fit.fit()
+fitTerminal()
+
+/**
+ * Character widths as the shell's C library counts them: what the screen shows of a line being
+ * edited is what the shell has only when both count the same columns. xterm.js's default Unicode 6
+ * tables give an emoji one column where glibc gives two; its Unicode 11 add-on still gives one to
+ * the emoji of Unicode 12 and later (🥲 🫠), which glibc 2.36 (Unicode 14) makes two, and counts
+ * their newer combining marks as a column. This takes Unicode 11's widths and counts those two
+ * kinds by the browser's own Unicode data, so a width differs from glibc's only for a few rare CJK
+ * symbols. Regional indicators (flag halves) stay one column, as in glibc.
+ */
+function shellWidths() {
+  let v11
+  // The add-on gives its provider only to a terminal it is loaded into: a stand-in takes it.
+  new Unicode11Addon.Unicode11Addon().activate({ unicode: { register: (provider) => { v11 = provider } } })
+  const EMOJI = /\p{Emoji_Presentation}/u
+  const MARK = /[\p{Mn}\p{Me}]/u
+  const isRegionalIndicator = (cp) => cp >= 0x1f1e6 && cp <= 0x1f1ff
+  const width = (cp) => {
+    const w = v11.wcwidth(cp)
+    // No emoji or mark below U+0300; most text never reaches the regular expressions.
+    if (w !== 1 || cp < 0x300) return w
+    const char = String.fromCodePoint(cp)
+    if (EMOJI.test(char) && !isRegionalIndicator(cp)) return 2
+    return MARK.test(char) ? 0 : 1
+  }
+  // A character whose width changed is given the properties Unicode 11 gives one with that width
+  // (how it joins the preceding one included): 😀 for two columns, U+0300 for a combining mark.
+  const STAND_IN = { 0: 0x0300, 2: 0x1f600 }
+  return {
+    version: 'shell',
+    wcwidth: width,
+    charProperties(cp, preceding) {
+      const w = width(cp)
+      return v11.charProperties(w === v11.wcwidth(cp) ? cp : STAND_IN[w], preceding)
+    },
+  }
+}
+
+/** Fit the terminal to the window, within the sizes the bridge takes: the screen never shows cells the shell does not have. */
+function fitTerminal() {
+  fit.fit()
+  if (term.cols > MAX_SIZE || term.rows > MAX_SIZE) term.resize(Math.min(MAX_SIZE, term.cols), Math.min(MAX_SIZE, term.rows))
+}
 
 let ws = null
 let shellRunning = false
@@ -59,14 +102,13 @@ function offer(label) {
   button.hidden = false
 }
 
-/** The terminal's size as the bridge takes it. */
+/** The terminal's size as the bridge takes it (fitTerminal keeps it within 1000). */
 function size() {
-  const clamp = (n) => Math.min(MAX_SIZE, Math.max(1, n))
-  return { cols: clamp(term.cols), rows: clamp(term.rows) }
+  return { cols: Math.max(1, term.cols), rows: Math.max(1, term.rows) }
 }
 
 function create() {
-  fit.fit()
+  fitTerminal()
   sent = size()
   creating = true
   send({ type: 'create', ...sent })
@@ -122,7 +164,9 @@ async function connect() {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:'
   const socket = new WebSocket(`${scheme}//${location.host}/terminal-ws/ws?ticket=${encodeURIComponent(answer.body.ticket)}`)
   ws = socket
+  let opened = false
   socket.onopen = () => {
+    opened = true
     setStatus('connected')
     create()
   }
@@ -161,7 +205,9 @@ async function connect() {
     ws = null
     shellRunning = false
     noShell()
-    const reason = CLOSE_REASONS[event.code] || `connection closed (${event.code})`
+    // A refused upgrade (the bridge's 401, 403 or 404, or the platform's 502 when the bridge is
+    // down) reaches the page only as a close without a handshake; the browser hides the status.
+    const reason = opened ? CLOSE_REASONS[event.code] || `connection closed (${event.code})` : NOT_OPENED
     setStatus(event.reason && event.code !== 1013 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)
     offer('Reconnect')
@@ -175,7 +221,7 @@ term.onData((data) => {
 term.onResize(() => {
   if (shellRunning) sendSize()
 })
-window.addEventListener('resize', () => fit.fit())
+window.addEventListener('resize', fitTerminal)
 button.addEventListener('click', () => {
   if (ws && ws.readyState === WebSocket.OPEN && !shellRunning) {
     button.hidden = true

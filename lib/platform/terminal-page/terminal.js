@@ -68,6 +68,7 @@ function shellWidths() {
     version: 'shell',
     wcwidth: width,
     charProperties(cp, preceding) {
+      if (cp < 0x300) return v11.charProperties(cp, preceding)
       const w = width(cp)
       return v11.charProperties(w === v11.wcwidth(cp) ? cp : STAND_IN[w], preceding)
     },

@@ -146,7 +146,8 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   t.ok(logged(), 'the bridge logged the session with the username from the ticket')
   t.equal(await upgradeStatus(product.platform.port, `/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, ORIGIN), 401, 'the ticket was spent')
   t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
-  t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 404, 'no upgrade outside /terminal-ws/')
+  t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 200, 'no upgrade outside /terminal-ws/: the plain answer')
+  t.equal(await upgradeStatus(product.platform.port, '/api/nowhere', ORIGIN), 404)
 })
 
 t.test('through the platform too, a frame over 1 MiB closes with 1009 and bad UTF-8 with 1007', async (t) => {
@@ -263,6 +264,33 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   t.equal(await upgradeStatus(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN), 502)
 })
 
+
+t.test('a request asking for an upgrade the platform does not offer (h2c) is served as plain HTTP/1.1, body and pipelined requests included', async (t) => {
+  const body = JSON.stringify({ username: 'nobody_h2c', password: 'not the password' })
+  const from = product.platform.logs.length
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(product.platform.port, '127.0.0.1', () => socket.write(
+      // What `curl --http2 -d ...` sends over http://, then a second request on the same connection.
+      `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n` +
+        `HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /api/auth/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+    ))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d))
+    socket.on('close', () => resolve(got))
+    socket.on('error', reject)
+  })
+  const answers = text.split(/(?=HTTP\/1\.1 )/)
+  t.equal(answers.length, 2, 'two answers on the connection')
+  t.match(answers[0], /^HTTP\/1\.1 401 /, 'the login was read, body and all')
+  t.match(answers[0], /\r\nvary: Origin\r\n/i)
+  t.match(answers[0], /\r\nx-request-id: [0-9a-f-]{36}\r\n/i)
+  t.ok(answers[0]!.endsWith(JSON.stringify({ error: 'wrong username or password', code: 'INVALID_CREDENTIALS' })), 'the contract\'s JSON error')
+  t.match(answers[1], /^HTTP\/1\.1 401 [^]*"code":"NO_SESSION"/, 'the pipelined request is answered too')
+  t.notMatch(text, /101 Switching Protocols/)
+  const logged = product.platform.logs.slice(from).filter((l) => l.event === 'http.request').map((l) => `${l.method} ${l.path} ${l.status}`)
+  t.same(logged, ['POST /api/auth/login 401', 'GET /api/auth/session 401'], 'both in the access log')
+})
 
 t.test('the platform forwards the upgrade as it came, less its cookies', async (t) => {
   const heads: string[] = []

@@ -11,28 +11,30 @@ const CONNECT_TIMEOUT_MS = 5_000
 /** After one side has closed, the other gets this long to close its end before it is cut. */
 const CLOSE_GRACE_MS = 5_000
 
-function refuse(socket: Duplex, status: number): void {
-  const message = status === 502 ? 'terminal bridge unavailable' : STATUS_CODES[status] ?? ''
+/** The upgrade cannot be forwarded: the bridge is down (or does not answer the connect). */
+function refuseUnavailable(socket: Duplex): void {
+  const message = 'terminal bridge unavailable'
   socket.once('finish', () => socket.destroy())
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`)
+  socket.end(`HTTP/1.1 502 ${STATUS_CODES[502]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`)
 }
 
 /**
  * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
  * stripped, as the reverse proxy does in production (CONTRACT §1), so `npm start` serves the whole
  * product on one origin. The request goes on as it came (Origin included: the bridge checks it),
- * less its cookies; then the two sockets are piped. 502 when the bridge is down; other upgrade paths get 404.
+ * less its cookies; then the two sockets are piped. 502 when the bridge is down. An upgrade to any
+ * other path is served as the plain request it also is.
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): void {
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', () => socket.destroy())
     const target = req.url ?? '/'
-    if (!target.startsWith(PREFIX)) return refuse(socket, 404)
+    if (!target.startsWith(PREFIX)) return serveWithoutUpgrade(server, req, socket, head)
+    socket.on('error', () => socket.destroy())
     const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
     upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
     let connected = false
     // Once connected, an error closes upstream, and the close below ends the client's side.
-    upstream.on('error', () => connected || refuse(socket, 502))
+    upstream.on('error', () => connected || refuseUnavailable(socket))
     upstream.once('connect', () => {
       connected = true
       upstream.setTimeout(0)
@@ -66,4 +68,31 @@ function endAfterClose(closed: Duplex, other: Duplex): void {
     const cut = setTimeout(() => other.destroy(), CLOSE_GRACE_MS).unref()
     other.once('close', () => clearTimeout(cut))
   })
+}
+
+/**
+ * Node hands every request that asks for an upgrade to the `upgrade` listener, with its body left
+ * on the socket: without this, `curl --http2` (which asks for h2c) got a bare 404 from every API
+ * endpoint. RFC 9110 §7.8 lets a server ignore an Upgrade it does not offer: the request is written
+ * back without it (and without `upgrade` among the Connection options) ahead of the bytes that
+ * followed it, and the socket is given to the server as a new connection (Node's documented way to
+ * inject one), whose parser reads the request, its body and any pipelined after it as usual.
+ */
+function serveWithoutUpgrade(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!
+    const value = req.rawHeaders[i + 1]!
+    const lower = name.toLowerCase()
+    if (lower === 'upgrade') continue
+    if (lower === 'connection') {
+      const options = value.split(',').map((o) => o.trim()).filter((o) => o !== '' && o.toLowerCase() !== 'upgrade')
+      if (options.length > 0) lines.push(`${name}: ${options.join(', ')}`)
+      continue
+    }
+    lines.push(`${name}: ${value}`)
+  }
+  // Header values came off the wire as latin1 strings: written back as latin1, every byte is kept.
+  socket.unshift(Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), head]))
+  server.emit('connection', socket)
 }

@@ -285,6 +285,29 @@ t.test('requests the HTTP parser refuses still get the contract error body, a re
   t.equal(after.status, 200, 'the server goes on serving')
 })
 
+t.test('requests that came whole before bytes the parser refuses are answered first, then the refusal', async (t) => {
+  const kit = '{"name":"kit"}'
+  const valid = `POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${kit.length}\r\n\r\n${kit}`
+  const cases: [string, string, string[]][] = [
+    ['a request, then bytes that are not HTTP', valid + 'GARBAGE\r\n\r\n', ['200', '400']],
+    ['a body longer than its Content-Length (the rest is read as a request)', valid + ' trailing bytes\r\n\r\n', ['200', '400']],
+    ['a slow request and a quick one, then two different Content-Lengths',
+      'GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\n' + valid + 'GET /api/thing HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
+      ['200', '200', '400']],
+  ]
+  for (const [label, bytes, statuses] of cases) {
+    const answer = await rawExchange(bytes)
+    const answers = answer.split(/(?=HTTP\/1\.1 )/)
+    t.same(answers.map((a) => a.slice(9, 12)), statuses, `${label}: each answered, in order`)
+    t.match(answers.at(-1), /"code":"BAD_REQUEST"\}$/, `${label}: the refusal last`)
+    t.match(answers.at(-1), /\r\nconnection: close\r\n/i, `${label}: then the connection closes`)
+    if (statuses.length === 3) t.match(answers[0], /"slow":true/, `${label}: the slow answer first`)
+  }
+  // A chunked body the parser refuses midway: its request cannot be answered, only refused.
+  const broken = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"nam\r\nzz\r\n')
+  t.match(broken, /^HTTP\/1\.1 400 [^]*"code":"BAD_REQUEST"\}$/, 'a broken chunked body: 400 alone')
+})
+
 t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
   const noHost = await rawExchange('GET /api/thing HTTP/1.1\r\nConnection: close\r\n\r\n')
   const [head, text] = noHost.split('\r\n\r\n')

@@ -1,4 +1,5 @@
 import { nextRequestId } from './request-id.js'
+import type { ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 /** Parser errors with their own answer; every other one is 400 BAD_REQUEST. */
@@ -12,20 +13,48 @@ const MALFORMED: [number, string, string, string] = [400, 'Bad Request', 'BAD_RE
  * A request Node's parser refused before any handler saw it (a URL past the header limit,
  * conflicting Content-Length headers, bytes that are not HTTP). Node would answer with an empty
  * body; this answers the contract's `{error, code}` JSON with an X-Request-Id, logs the request
- * id, and closes the connection, whose remaining bytes cannot be trusted.
+ * id, and closes the connection, whose remaining bytes cannot be trusted. Requests that came
+ * whole before the refused one (pipelined, or the rest of a body longer than its Content-Length)
+ * are answered first: they have run, and a client told only "400" would take them as failed.
  */
 export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, log: (entry: Record<string, unknown>) => void): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+  // Node's parser stays in error: more bytes from the client raise this again, once answered.
+  if (refused.has(socket)) return
+  if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
   }
+  refused.add(socket)
   const [status, reason, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED
-  const body = JSON.stringify({ error: message, code })
-  const id = nextRequestId()
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
-  )
-  log({ event: 'http.client_error', id, status, error: err.code ?? err.message })
+  const answer = (): void => {
+    if (!socket.writable) return
+    const inFlight = (socket as SocketWithResponse)._httpMessage
+    if (inFlight && !inFlight.writableFinished) {
+      if (inFlight.req.complete) {
+        // A request that came whole has run: answered first, then any pipelined behind it,
+        // which Node gives the socket in turn, then the refusal.
+        inFlight.once('finish', () => setImmediate(answer))
+        return
+      }
+      // The refused bytes are this request's own body: the handler's answer cannot be
+      // completed; when it has begun, the connection can only be cut.
+      if (inFlight.headersSent) {
+        socket.destroy()
+        return
+      }
+    }
+    const body = JSON.stringify({ error: message, code })
+    const id = nextRequestId()
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
+    )
+    log({ event: 'http.client_error', id, status, error: err.code ?? err.message })
+  }
+  answer()
 }
+
+type SocketWithResponse = Duplex & { _httpMessage?: ServerResponse | null }
+
+/** Sockets whose refusal is answered or waiting for the responses before it. */
+const refused = new WeakSet<Duplex>()

@@ -308,6 +308,22 @@ t.test('requests that came whole before bytes the parser refuses are answered fi
   t.match(broken, /^HTTP\/1\.1 400 [^]*"code":"BAD_REQUEST"\}$/, 'a broken chunked body: 400 alone')
 })
 
+t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack', async (t) => {
+  const from = logs.length
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => {
+      socket.write('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki')
+      setTimeout(() => socket.destroy(), 100)
+    })
+    socket.on('close', () => resolve()).on('error', reject)
+  })
+  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request'); i++) await new Promise((r) => setTimeout(r, 20))
+  await new Promise((r) => setTimeout(r, 100))
+  const lines = logs.slice(from)
+  t.match(lines.filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/things', status: 499 }], 'one access-log line, 499')
+  t.same(lines.filter((e) => e.event === 'http.error'), [], 'no http.error')
+})
+
 t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
   const noHost = await rawExchange('GET /api/thing HTTP/1.1\r\nConnection: close\r\n\r\n')
   const [head, text] = noHost.split('\r\n\r\n')

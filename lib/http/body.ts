@@ -16,12 +16,12 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
   if (declared > MAX_BODY_BYTES) return Promise.reject(tooLarge())
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0))
   // Gone before we began (a handler that waited first): 'close' has been and will not come again.
-  if (req.destroyed) return Promise.reject(new Error('the client closed the request before its body was read'))
+  if (req.destroyed) return Promise.reject(clientGone())
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
     const done = (): void => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose)
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone)
     }
     const onData = (chunk: Buffer): void => {
       size += chunk.length
@@ -37,16 +37,18 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
       done()
       resolve(Buffer.concat(chunks, size))
     }
-    const onError = (err: Error): void => {
+    // The client went away mid-body ('error' is Node's "aborted"); the access log shows 499.
+    const onGone = (): void => {
       done()
-      reject(err)
+      reject(clientGone())
     }
-    const onClose = (): void => {
-      done()
-      reject(new Error('the client closed the request before its body ended'))
-    }
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone)
   })
+}
+
+/** The client went away before the body was read: a client's doing, not a fault to log as a 500. */
+function clientGone(): HttpError {
+  return new HttpError(400, 'BAD_REQUEST', 'the client closed the request before its body ended')
 }
 
 function tooLarge(): HttpError {

@@ -156,6 +156,9 @@ class Exchange implements RouteContext {
   }
 }
 
+/** The access log's status of a request whose client closed the connection before the answer was out. */
+const CLIENT_CLOSED = 499
+
 /** '00' to '99': the fraction of the access log's milliseconds. */
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'))
 
@@ -164,8 +167,10 @@ function resOnClose(this: PlatformResponse): void {
   const ex = this.exchange!
   // An integer, so the remainder below is integer arithmetic, not a call to fmod.
   const hundredths = Math.round((performance.now() - ex.started) * 100) | 0
+  // Closed before its answer was out: the client went away (nginx's 499, "client closed request").
+  const status = this.writableFinished ? this.statusCode : CLIENT_CLOSED
   if (ex.log) {
-    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status: this.statusCode, ms: hundredths / 100, ip: ex.ip })
+    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status, ms: hundredths / 100, ip: ex.ip })
     return
   }
   // The same line logLine would write, built without an intermediate object (it is written for
@@ -175,7 +180,7 @@ function resOnClose(this: PlatformResponse): void {
   // written from integers: formatting the double cost a tenth of a microsecond per request.
   queueLine(
     `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
-      `"path":"${ex.pathname}","status":${this.statusCode},"ms":${(hundredths / 100) | 0}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
+      `"path":"${ex.pathname}","status":${status},"ms":${(hundredths / 100) | 0}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
   )
 }
 

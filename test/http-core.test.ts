@@ -267,6 +267,7 @@ t.test('requests the HTTP parser refuses still get the contract error body, a re
     ['a URL past the 16 KiB header limit', `GET /api/thing?${'x'.repeat(20_000)} HTTP/1.1\r\nHost: a\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
     ['two different Content-Lengths', 'POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}', 400, 'BAD_REQUEST'],
     ['not HTTP at all', 'HELLO THERE\r\n\r\n', 400, 'BAD_REQUEST'],
+    ['CONNECT (no tunnels here)', 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n', 400, 'BAD_REQUEST'],
   ]
   for (const [label, bytes, status, code] of cases) {
     const from = logs.length

@@ -1,5 +1,5 @@
 import { nextRequestId } from './request-id.js'
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 /** Parser errors with their own answer; every other one is 400 BAD_REQUEST. */
@@ -43,15 +43,31 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
         return
       }
     }
-    const body = JSON.stringify({ error: message, code })
-    const id = nextRequestId()
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
-    )
+    const id = closeWith(socket, status, reason, code, message)
     log({ event: 'http.client_error', id, status, error: err.code ?? err.message })
   }
   answer()
+}
+
+/**
+ * CONNECT asks for a tunnel, which this server is not: Node hands it to a `connect` listener and,
+ * without one, closed the socket without a word. It gets a 400 in the contract's body.
+ */
+export function serverOnConnect(req: IncomingMessage, socket: Duplex, log: (entry: Record<string, unknown>) => void): void {
+  socket.on('error', () => socket.destroy())
+  const id = closeWith(socket, 400, 'Bad Request', 'BAD_REQUEST', 'CONNECT is not served: this is no proxy')
+  log({ event: 'http.client_error', id, status: 400, error: `CONNECT ${req.url ?? ''}`.slice(0, 200) })
+}
+
+/** Write a JSON error answer on the bare socket and close it; returns the answer's request id. */
+function closeWith(socket: Duplex, status: number, reason: string, code: string, message: string): string {
+  const body = JSON.stringify({ error: message, code })
+  const id = nextRequestId()
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
+  )
+  return id
 }
 
 type SocketWithResponse = Duplex & { _httpMessage?: ServerResponse | null }

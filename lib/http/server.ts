@@ -6,7 +6,7 @@ import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { isoNow, logLine, queueLine } from './log.js'
-import { serverOnClientError } from './client-error.js'
+import { serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
 
 // Where it always was: bin/ files and the backends import logLine from here.
@@ -47,6 +47,7 @@ export function createServer(options: ServerOptions): http.Server {
   server.requestTimeout = REQUEST_TIMEOUT_MS
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => serverOnClientError(err, socket, options.log ?? logLine))
+  server.on('connect', (req: IncomingMessage, socket) => serverOnConnect(req, socket, options.log ?? logLine))
   return server
 }
 

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -173,16 +174,18 @@ t.test('through the platform too, a frame over 1 MiB closes with 1009 and bad UT
   t.equal((await c.whenClosed()).code, 1007, 'not UTF-8')
 })
 
+/** The page's assets: the file each is, and its Content-Type. */
+const ASSET_FILES: Record<string, [string, RegExp]> = {
+  'xterm.js': ['node_modules/@xterm/xterm/lib/xterm.js', /^text\/javascript/],
+  'xterm.css': ['node_modules/@xterm/xterm/css/xterm.css', /^text\/css/],
+  'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
+  'addon-unicode11.js': ['node_modules/@xterm/addon-unicode11/lib/addon-unicode11.js', /^text\/javascript/],
+  'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
+  'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
+}
+
 t.test('the page\'s assets come from the installed packages', async (t) => {
-  const files: Record<string, [string, RegExp]> = {
-    'xterm.js': ['node_modules/@xterm/xterm/lib/xterm.js', /^text\/javascript/],
-    'xterm.css': ['node_modules/@xterm/xterm/css/xterm.css', /^text\/css/],
-    'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
-    'addon-unicode11.js': ['node_modules/@xterm/addon-unicode11/lib/addon-unicode11.js', /^text\/javascript/],
-    'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
-    'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
-  }
-  for (const [name, [file, type]] of Object.entries(files)) {
+  for (const [name, [file, type]] of Object.entries(ASSET_FILES)) {
     const res = await fetch(`${base}/dev/terminal/assets/${name}`)
     t.equal(res.status, 200, name)
     t.match(res.headers.get('content-type'), type)
@@ -190,6 +193,23 @@ t.test('the page\'s assets come from the installed packages', async (t) => {
   }
   t.equal((await fetch(`${base}/dev/terminal/assets/package.json`)).status, 404)
   t.equal((await fetch(`${base}/dev/terminal/assets/..%2F..%2Fpackage.json`)).status, 404)
+})
+
+t.test('the page names each asset with its content\'s version: that URL is cached for good, any other is checked again', async (t) => {
+  const dev = await register('terminal_versions')
+  users(product.dataDir, 'grant', 'terminal_versions', 'developer')
+  const body = await (await dev.get('/dev/terminal')).text()
+  const urls = [...body.matchAll(/"(\/dev\/terminal\/assets\/[^"]+)"/g)].map((m) => m[1]!)
+  t.same(urls.map((u) => u.replace(/^\/dev\/terminal\/assets\/|\?.*$/g, '')).sort(), Object.keys(ASSET_FILES).sort(), 'every asset')
+  for (const url of urls) {
+    const [file, version] = url.replace('/dev/terminal/assets/', '').split('?v=')
+    const local = readFileSync(path.join(ROOT, ASSET_FILES[file!]![0]))
+    t.equal(version, createHash('sha256').update(local).digest('base64url').slice(0, 12), `${file}: the version is the content's`)
+    const res = await fetch(`${base}${url}`)
+    t.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable', `${file}: cached for good`)
+    t.equal((await fetch(`${base}/dev/terminal/assets/${file}`)).headers.get('cache-control'), 'no-cache', `${file} without a version: checked again`)
+    t.equal((await fetch(`${base}/dev/terminal/assets/${file}?v=old`)).headers.get('cache-control'), 'no-cache', `${file} with another version: checked again`)
+  }
 })
 
 t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACCESS_ALL admits everyone', async (t) => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -51,23 +52,24 @@ const PAGE_HEADERS = {
   'x-frame-options': 'DENY',
 }
 
-const TERMINAL_PAGE = `<!doctype html>
+/** The terminal page, its assets named by `assetUrl` (versioned: see assetUrl). */
+const terminalPage = (): string => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Playfield developer terminal</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="/dev/terminal/assets/xterm.css">
-<link rel="stylesheet" href="/dev/terminal/assets/terminal.css">
+<link rel="stylesheet" href="${assetUrl('xterm.css')}">
+<link rel="stylesheet" href="${assetUrl('terminal.css')}">
 </head>
 <body>
 <header><strong>Playfield terminal</strong> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button></header>
 <main id="terminal"></main>
-<script src="/dev/terminal/assets/xterm.js"></script>
-<script src="/dev/terminal/assets/addon-fit.js"></script>
-<script src="/dev/terminal/assets/addon-unicode11.js"></script>
-<script src="/dev/terminal/assets/terminal.js"></script>
+<script src="${assetUrl('xterm.js')}"></script>
+<script src="${assetUrl('addon-fit.js')}"></script>
+<script src="${assetUrl('addon-unicode11.js')}"></script>
+<script src="${assetUrl('terminal.js')}"></script>
 </body>
 </html>
 `
@@ -76,13 +78,32 @@ function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/dev/terminal/assets/terminal.css"></head>
+<head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${assetUrl('terminal.css')}"></head>
 <body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p></body>
 </html>
 `
 }
 
-const assetCache = new Map<string, Buffer>()
+const assetCache = new Map<string, { body: Buffer; version: string }>()
+let page: string | undefined
+
+/** An asset's bytes and version (a hash of them), read once per process. */
+function assetContent(file: string): { body: Buffer; version: string } {
+  let content = assetCache.get(file)
+  if (!content) {
+    const body = readFileSync(file)
+    assetCache.set(file, (content = { body, version: createHash('sha256').update(body).digest('base64url').slice(0, 12) }))
+  }
+  return content
+}
+
+/**
+ * The URL the page names an asset by, with its version: after an upgrade the page (never cached)
+ * names the new files, and a browser never runs an older terminal.js against a newer page.
+ */
+function assetUrl(name: string): string {
+  return `/dev/terminal/assets/${name}?v=${assetContent(ASSETS[name]!.file).version}`
+}
 
 /** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
 export function terminalRoutes(router: Router, app: App): void {
@@ -91,7 +112,7 @@ export function terminalRoutes(router: Router, app: App): void {
   router.add('GET', '/dev/terminal', async (ctx) => {
     const gate = await checkDevGate(app, ctx)
     if (!gate.admitted) return html(ctx.res, gate.status, refusalPage(gate.status, gate.reason), PAGE_HEADERS)
-    html(ctx.res, 200, TERMINAL_PAGE, PAGE_HEADERS)
+    html(ctx.res, 200, (page ??= terminalPage()), PAGE_HEADERS)
   })
 
   router.add('POST', '/dev/terminal/ticket', async (ctx) => {
@@ -108,12 +129,13 @@ export function terminalRoutes(router: Router, app: App): void {
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {
     const asset = Object.hasOwn(ASSETS, ctx.params.name!) ? ASSETS[ctx.params.name!]! : null
     if (!asset) throw new HttpError(404, 'NOT_FOUND', 'no such asset')
-    let body = assetCache.get(asset.file)
-    if (!body) assetCache.set(asset.file, (body = readFileSync(asset.file)))
+    const { body, version } = assetContent(asset.file)
     ctx.res.writeHead(200, {
       'content-type': `${asset.type}; charset=utf-8`,
       'content-length': body.length,
-      'cache-control': 'public, max-age=3600',
+      // The URL the page names carries the content's version: that one never changes. Any other
+      // (no version, or one from before an upgrade) is checked again at each use.
+      'cache-control': ctx.url.searchParams.get('v') === version ? 'public, max-age=31536000, immutable' : 'no-cache',
       'x-content-type-options': 'nosniff',
     })
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)

@@ -158,16 +158,21 @@ for (const [emoji, user] of [['\u{1F600}', 'browser_emoji'], ['\u{1FAE0}', 'brow
   })
 }
 
-// A 12,000-pixel window fits some 1,400 columns, a 20,000-pixel one some 1,150 rows.
-for (const [viewport, user, expected] of [
-  [{ width: 12_000, height: 400 }, 'browser_wide', /^[0-9]+x1000$/],
-  [{ width: 600, height: 20_000 }, 'browser_tall', /^1000x[0-9]+$/],
+// A 12,000-pixel window fits some 1,400 columns, a 20,000-pixel one some 1,150 rows. The wide one
+// is reached by a resize while the shell runs, the tall one before the shell starts.
+for (const [viewport, user, expected, whenRunning] of [
+  [{ width: 12_000, height: 400 }, 'browser_wide', /^[0-9]+x1000$/, true],
+  [{ width: 600, height: 20_000 }, 'browser_tall', /^1000x[0-9]+$/, false],
 ] as const) {
-  t.test(`a ${viewport.width}x${viewport.height} window gets a shell and a screen of the same size, at most 1000 in each direction`, async (t) => {
+  t.test(`a ${viewport.width}x${viewport.height} window ${whenRunning ? '(resized to while the shell runs) ' : ''}gets a shell and a screen of the same size, at most 1000 in each direction`, async (t) => {
     const page = await signedIn(user, true)
-    await page.setViewportSize(viewport)
+    if (!whenRunning) await page.setViewportSize(viewport)
     await page.goto(`${origin}/dev/terminal`)
     await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+    if (whenRunning) {
+      await page.setViewportSize(viewport)
+      await page.waitForFunction(() => term.cols === 1000, undefined, { timeout: 15_000 })
+    }
     await page.locator('.xterm').click()
     await page.keyboard.type('echo size=$(stty size | tr " " x)')
     await page.keyboard.press('Enter')
@@ -175,6 +180,7 @@ for (const [viewport, user, expected] of [
     const shell = /size=([0-9]+x[0-9]+)/.exec(await screen(page))![1]!
     t.match(shell, expected, 'the shell has 1000 of the larger direction')
     t.equal(await page.evaluate(() => `${term.rows}x${term.cols}`), shell, 'the screen has the size the shell has, no cells beyond it')
+    t.notMatch(await screen(page), /\[error/, 'no size the bridge refuses was sent')
     await page.context().close()
   })
 }

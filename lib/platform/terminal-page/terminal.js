@@ -103,9 +103,13 @@ function offer(label) {
   button.hidden = false
 }
 
-/** The terminal's size as the bridge takes it (fitTerminal keeps it within 1000). */
+/**
+ * The terminal's size as the bridge takes it. fitTerminal keeps the screen within 1000, but its
+ * fit goes past that for a moment first (a resize event included), which must not reach the bridge.
+ */
 function size() {
-  return { cols: Math.max(1, term.cols), rows: Math.max(1, term.rows) }
+  const clamp = (n) => Math.min(MAX_SIZE, Math.max(1, n))
+  return { cols: clamp(term.cols), rows: clamp(term.rows) }
 }
 
 function create() {

@@ -325,6 +325,27 @@ t.test('a client that closes mid-body is logged as 499, not as a 500 with a stac
   t.same(lines.filter((e) => e.event === 'http.error'), [], 'no http.error')
 })
 
+t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger one gets its 413 without being asked for', async (t) => {
+  const port = Number(new URL(base).port)
+  const firstAnswer = (head: string): Promise<{ socket: net.Socket; first: string }> => new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(head))
+    socket.setEncoding('utf8').once('data', (d: string) => resolve({ socket, first: d })).on('error', reject)
+  })
+  const big = await firstAnswer('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n')
+  t.match(big.first, /^HTTP\/1\.1 413 /, 'the refusal comes first, no 100')
+  t.match(big.first, /"code":"PAYLOAD_TOO_LARGE"/)
+  big.socket.destroy()
+  const kit = '{"name":"kit"}'
+  const small = await firstAnswer(`POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${kit.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
+  t.match(small.first, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'a body within the limit is asked for')
+  const rest = await new Promise<string>((resolve) => {
+    let text = small.first
+    small.socket.on('data', (d: string) => (text += d)).on('close', () => resolve(text))
+    small.socket.write(kit)
+  })
+  t.match(rest, /HTTP\/1\.1 200 [^]*\{"success":true,"got":\{"name":"kit"\}\}$/, 'and read')
+})
+
 t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
   const noHost = await rawExchange('GET /api/thing HTTP/1.1\r\nConnection: close\r\n\r\n')
   const [head, text] = noHost.split('\r\n\r\n')

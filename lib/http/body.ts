@@ -4,7 +4,7 @@ import { Compile, Type, type Static, type TSchema, type Validator } from '../typ
 import { HttpError } from './errors.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
-const MAX_BODY_BYTES = 65_536
+export const MAX_BODY_BYTES = 65_536
 
 /**
  * Read the raw body, refusing more than MAX_BODY_BYTES as soon as the count passes it. Listeners,

@@ -8,6 +8,7 @@ import { sendError, toHttpError } from './reply.js'
 import { isoNow, logLine, queueLine } from './log.js'
 import { serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
+import { MAX_BODY_BYTES } from './body.js'
 
 // Where it always was: bin/ files and the backends import logLine from here.
 export { logLine }
@@ -43,6 +44,12 @@ export function createServer(options: ServerOptions): http.Server {
     (req, res) => handle(req, res, options, origins),
   ) as unknown as http.Server
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => handle(req, res, options, origins))
+  // Node answers `Expect: 100-continue` with 100 before any handler runs, and the client then sent
+  // a body the platform refuses unread (413): the 100 goes out only for a body within the limit.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length']) > MAX_BODY_BYTES)) res.writeContinue()
+    handle(req, res, options, origins)
+  })
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS

@@ -128,6 +128,15 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
   t.equal((await anon.get(`/api/leaderboards/fx-incr-desc?cursor=${cursorFromOtherBoard}`)).status, 400, 'a cursor of another board')
 })
 
+t.test('GET /api/leaderboards/submit is 405 with Allow: POST, not a read of a board called "submit"', async (t) => {
+  for (const method of ['GET', 'PUT', 'DELETE']) {
+    const res = await new Client(platform.url).request(method, '/api/leaderboards/submit')
+    t.equal(res.status, 405, method)
+    t.equal(res.headers.get('allow'), 'POST', `${method}: Allow`)
+    t.same(await res.json(), { error: `${method} not allowed`, code: 'METHOD_NOT_ALLOWED' }, method)
+  }
+})
+
 t.test('bad submissions answer the contract error and change nothing', async (t) => {
   const user = await guest()
   const board = 'fx-best-desc'

@@ -3,6 +3,9 @@ import { CaptureValidator } from './manifest.js'
 import { jsonPath, schemaProblems, type Problem } from './problems.js'
 import { cronProblem } from './schedule.js'
 
+/** The one leaderboard id no board may have: its read, GET /api/leaderboards/submit, is the submit endpoint's path. */
+const RESERVED_BOARD_ID = 'submit'
+
 /**
  * The rules of CONTRACT §5 a schema cannot say: they relate fields to each other or to the file
  * name. `id` is the file name without `.json`. They run on every manifest object, also one with
@@ -80,6 +83,7 @@ function leaderboardProblems(m: Manifest, add: (path: string, message: string) =
   const idList: unknown[] = Array.isArray(lb.ids) ? lb.ids : []
   const ids = idList.map((v) => (typeof v === 'string' ? v : undefined))
   duplicates(ids, (i, value) => add(`$.leaderboards.ids[${i}]`, `duplicate leaderboard id ${JSON.stringify(value)}`))
+  ids.forEach((id, i) => id === RESERVED_BOARD_ID && add(`$.leaderboards.ids[${i}]`, `"${RESERVED_BOARD_ID}" is reserved: /api/leaderboards/submit is where scores are sent`))
   const idsKnown = Array.isArray(lb.ids)
   if (typeof lb.default === 'string' && idsKnown && !ids.includes(lb.default)) {
     add('$.leaderboards.default', `${JSON.stringify(lb.default)} is not among leaderboards.ids`)

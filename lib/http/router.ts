@@ -55,15 +55,20 @@ export class Router {
     return this
   }
 
-  /** Find the handler for `method` and `pathname`. HEAD falls back to GET. */
+  /**
+   * Find the handler for `method` and `pathname`. HEAD falls back to GET. A path with routes of
+   * its own is that resource whatever the method (find-my-way's static first): GET of
+   * `/api/leaderboards/submit` is 405, not a read of a board called "submit".
+   */
   find(method: string, pathname: string): Match {
     const methods = this.#static.get(pathname)
+    const allow = new Set<string>()
     if (methods) {
       const found = methods.get(method) ?? (method === 'HEAD' ? methods.get('GET') : undefined)
       if (found) return found
+      for (const m of methods.keys()) allowMethod(allow, m)
+      return { kind: 'method', allow: [...allow].sort() }
     }
-    const allow = new Set<string>()
-    for (const m of methods?.keys() ?? []) allowMethod(allow, m)
     if (this.#dynamic.length > 0) {
       const parts = pathname.split('/').slice(1)
       for (const route of this.#dynamic) {

@@ -295,6 +295,10 @@ t.test('requests that came whole before bytes the parser refuses are answered fi
     ['a slow request and a quick one, then two different Content-Lengths',
       'GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\n' + valid + 'GET /api/thing HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
       ['200', '200', '400']],
+    // Answered at once, the first leaves the second queued: that one must not be lost either.
+    ['a quick request, a slow one, then garbage', valid + 'GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nGARBAGE\r\n\r\n', ['200', '200', '400']],
+    ['50 quick requests, then garbage', 'GET /api/thing HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(50) + 'GARBAGE\r\n\r\n', [...Array(50).fill('200'), '400']],
+    ['a request, then CONNECT', valid + 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n', ['200', '400']],
   ]
   for (const [label, bytes, statuses] of cases) {
     const answer = await rawExchange(bytes)
@@ -302,7 +306,7 @@ t.test('requests that came whole before bytes the parser refuses are answered fi
     t.same(answers.map((a) => a.slice(9, 12)), statuses, `${label}: each answered, in order`)
     t.match(answers.at(-1), /"code":"BAD_REQUEST"\}$/, `${label}: the refusal last`)
     t.match(answers.at(-1), /\r\nconnection: close\r\n/i, `${label}: then the connection closes`)
-    if (statuses.length === 3) t.match(answers[0], /"slow":true/, `${label}: the slow answer first`)
+    if (label.startsWith('a slow')) t.match(answers[0], /"slow":true/, `${label}: the slow answer first`)
   }
   // A chunked body the parser refuses midway: its request cannot be answered, only refused.
   const broken = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"nam\r\nzz\r\n')
@@ -313,15 +317,15 @@ t.test('a client that closes mid-body is logged as 499, not as a 500 with a stac
   const from = logs.length
   await new Promise<void>((resolve, reject) => {
     const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => {
-      socket.write('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki')
+      socket.write('POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki')
       setTimeout(() => socket.destroy(), 100)
     })
     socket.on('close', () => resolve()).on('error', reject)
   })
-  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request'); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
   await new Promise((r) => setTimeout(r, 100))
   const lines = logs.slice(from)
-  t.match(lines.filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/things', status: 499 }], 'one access-log line, 499')
+  t.match(lines.filter((e) => e.event === 'http.request' && e.path === '/api/any-json'), [{ method: 'POST', path: '/api/any-json', status: 499 }], 'one access-log line, 499')
   t.same(lines.filter((e) => e.event === 'http.error'), [], 'no http.error')
 })
 
@@ -344,6 +348,24 @@ t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger
     small.socket.write(kit)
   })
   t.match(rest, /HTTP\/1\.1 200 [^]*\{"success":true,"got":\{"name":"kit"\}\}$/, 'and read')
+})
+
+t.test('a request whose body never comes gets 408, and the access log says 408 for it', async (t) => {
+  const own: Record<string, unknown>[] = []
+  const quick = createServer({ router, origins: [ORIGIN], trustProxy: new BlockList(), log: (e) => own.push(e) })
+  quick.headersTimeout = 500
+  quick.requestTimeout = 1000
+  await new Promise<void>((resolve) => quick.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => closeGracefully(quick, 1000))
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect((quick.address() as AddressInfo).port, '127.0.0.1', () =>
+      socket.write('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na'))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d)).on('close', () => resolve(got)).on('error', reject)
+  })
+  t.match(answer, /^HTTP\/1\.1 408 [^]*"code":"REQUEST_TIMEOUT"\}$/)
+  for (let i = 0; i < 50 && !own.some((e) => e.event === 'http.request'); i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(own.filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/things', status: 408 }], 'the request cut short: 408, not 499')
 })
 
 t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {

@@ -312,6 +312,33 @@ t.test('a request asking for an upgrade the platform does not offer (h2c) is ser
   t.same(logged, ['POST /api/auth/login 401', 'GET /api/auth/session 401'], 'both in the access log')
 })
 
+t.test('an upgrade request pipelined behind others, or behind another upgrade, is answered in its turn', async (t) => {
+  const raw = (bytes: string): Promise<string> => new Promise((resolve, reject) => {
+    const socket = net.connect(product.platform.port, '127.0.0.1', () => socket.write(bytes))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d))
+    socket.on('close', () => resolve(got))
+    socket.on('error', reject)
+  })
+  const plain = 'GET /api/games/nope HTTP/1.1\r\nHost: a\r\n\r\n'
+  const upgrade = 'GET /api/auth/session HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n'
+  const last = 'GET /api/games/nope-either HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'
+  for (const [label, bytes, codes] of [
+    ['plain, upgrade, plain', plain + upgrade + last, ['GAME_NOT_FOUND', 'NO_SESSION', 'GAME_NOT_FOUND']],
+    ['plain x3, upgrade, upgrade, plain', plain.repeat(3) + upgrade + upgrade + last, ['GAME_NOT_FOUND', 'GAME_NOT_FOUND', 'GAME_NOT_FOUND', 'NO_SESSION', 'NO_SESSION', 'GAME_NOT_FOUND']],
+  ] as const) {
+    const text = await raw(bytes)
+    t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), codes, `${label}: every request answered, in order`)
+  }
+  // Past Node's default of 2000 header lines the request is read anew with all of them: its
+  // Content-Length kept, its body is a body, not a second request.
+  const body = 'DELETE /api/auth/session HTTP/1.1\r\nHost: a\r\n\r\n'
+  const many = `POST /api/auth/login HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n${'a: 1\r\n'.repeat(2100)}` +
+    `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  const text = await raw(many + last)
+  t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), ['INVALID_JSON', 'GAME_NOT_FOUND'], 'the body read as (bad) JSON, then the next request')
+})
+
 t.test('the platform forwards the upgrade as it came, less its cookies', async (t) => {
   const heads: string[] = []
   const upstream = net.createServer((socket) => {

@@ -1,5 +1,6 @@
 import { nextRequestId } from './request-id.js'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { afterResponses, responseInFlight } from './pending.js'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 
 /** Parser errors with their own answer; every other one is 400 BAD_REQUEST. */
@@ -24,24 +25,23 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
     socket.destroy()
     return
   }
-  refused.add(socket)
   const [status, reason, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED
+  refused.add(socket)
+  // A connection the client ended mid-request is the client gone (499), not a refusal of ours.
+  if (err.code !== 'HPE_INVALID_EOF_STATE') cutShort.set(socket, status)
+  // Requests that came whole are answered first, in order (Node gives the socket to each queued
+  // answer when the one before finishes, before that one's close); the first request that did not
+  // come whole is the one refused: its answer, once begun, can only be cut.
   const answer = (): void => {
     if (!socket.writable) return
-    const inFlight = (socket as SocketWithResponse)._httpMessage
-    if (inFlight && !inFlight.writableFinished) {
-      if (inFlight.req.complete) {
-        // A request that came whole has run: answered first, then any pipelined behind it,
-        // which Node gives the socket in turn, then the refusal.
-        inFlight.once('finish', () => setImmediate(answer))
-        return
-      }
-      // The refused bytes are this request's own body: the handler's answer cannot be
-      // completed; when it has begun, the connection can only be cut.
-      if (inFlight.headersSent) {
-        socket.destroy()
-        return
-      }
+    const inFlight = responseInFlight(socket)
+    if (inFlight?.req.complete) {
+      inFlight.once('close', answer)
+      return
+    }
+    if (inFlight?.headersSent) {
+      socket.destroy()
+      return
     }
     const id = closeWith(socket, status, reason, code, message)
     log({ event: 'http.client_error', id, status, error: err.code ?? err.message })
@@ -55,8 +55,20 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
  */
 export function serverOnConnect(req: IncomingMessage, socket: Duplex, log: (entry: Record<string, unknown>) => void): void {
   socket.on('error', () => socket.destroy())
-  const id = closeWith(socket, 400, 'Bad Request', 'BAD_REQUEST', 'CONNECT is not served: this is no proxy')
-  log({ event: 'http.client_error', id, status: 400, error: `CONNECT ${req.url ?? ''}`.slice(0, 200) })
+  refused.add(socket)
+  afterResponses(socket, () => {
+    if (!socket.writable) return
+    const id = closeWith(socket, 400, 'Bad Request', 'BAD_REQUEST', 'CONNECT is not served: this is no proxy')
+    log({ event: 'http.client_error', id, status: 400, error: `CONNECT ${req.url ?? ''}`.slice(0, 200) })
+  })
+}
+
+/**
+ * The status of the refusal that ended the connection, if one did: the access log's status of a
+ * request it cut short (the 408 of a body that never came), rather than "the client went away".
+ */
+export function refusalStatus(socket: Duplex | null): number | undefined {
+  return socket ? cutShort.get(socket) : undefined
 }
 
 /** Write a JSON error answer on the bare socket and close it; returns the answer's request id. */
@@ -70,7 +82,7 @@ function closeWith(socket: Duplex, status: number, reason: string, code: string,
   return id
 }
 
-type SocketWithResponse = Duplex & { _httpMessage?: ServerResponse | null }
-
-/** Sockets whose refusal is answered or waiting for the responses before it. */
+/** Sockets refused: answered, or waiting for the responses before the refusal. */
 const refused = new WeakSet<Duplex>()
+/** The status of the refusal that cut a connection's last request short. */
+const cutShort = new WeakMap<Duplex, number>()

@@ -6,7 +6,7 @@ import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { isoNow, logLine, queueLine } from './log.js'
-import { serverOnClientError, serverOnConnect } from './client-error.js'
+import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
 import { MAX_BODY_BYTES } from './body.js'
 
@@ -50,6 +50,9 @@ export function createServer(options: ServerOptions): http.Server {
     if (!(Number(req.headers['content-length']) > MAX_BODY_BYTES)) res.writeContinue()
     handle(req, res, options, origins)
   })
+  // Every header of a request, not the first 2000 (Node's default): the 16 KiB limit bounds them,
+  // and a request read anew without its Upgrade (terminal-proxy) must keep its Content-Length.
+  server.maxHeadersCount = 0
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
@@ -176,7 +179,8 @@ function resOnClose(this: PlatformResponse): void {
   // An integer, so the remainder below is integer arithmetic, not a call to fmod.
   const hundredths = Math.round((performance.now() - ex.started) * 100) | 0
   // Closed before its answer was out: the client went away (nginx's 499, "client closed request").
-  const status = this.writableFinished ? this.statusCode : CLIENT_CLOSED
+  // A request a parser refusal cut short (a body that never came: 408) has that refusal's status.
+  const status = this.writableFinished ? this.statusCode : (refusalStatus(ex.req.socket) ?? CLIENT_CLOSED)
   if (ex.log) {
     ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status, ms: hundredths / 100, ip: ex.ip })
     return

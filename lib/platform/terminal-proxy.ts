@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http'
 import net from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { PlatformConfig } from '../config.js'
+import { afterResponses } from '../http/pending.js'
 
 /** The public prefix the bridge is reached under (spec terminal-bridge §1). */
 const PREFIX = '/terminal-ws/'
@@ -79,6 +80,15 @@ function endAfterClose(closed: Duplex, other: Duplex): void {
  * inject one), whose parser reads the request, its body and any pipelined after it as usual.
  */
 function serveWithoutUpgrade(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  // Read anew only once the answers to requests before it are out: the new connection's answers
+  // would otherwise wait behind them for a turn Node never gives.
+  afterResponses(socket, () => {
+    if (socket.writable) reinject(server, req, socket, head)
+    else socket.destroy()
+  })
+}
+
+function reinject(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
   const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i]!

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
 import { WebSocket } from 'ws'
-import { alive, connect, ORIGIN, startBridge, ticket, until, type TermClient } from './helpers/terminal.js'
+import { alive, connect, ORIGIN, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -33,6 +33,27 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
   t.match(await c.run('echo ok-$((1+1))'), /^ok-2/, 'accepted after one closed')
   b.ws.close()
   c.ws.close()
+})
+
+t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays', async (t) => {
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '2' })
+  t.teardown(() => bridge.stop())
+  const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
+  const live = await shell(bridge.port)
+  // A dead path looks like this from the bridge: nothing comes back, pongs included.
+  const ws = new WebSocket(`ws://127.0.0.1:${bridge.port}/ws?ticket=${encodeURIComponent(ticket())}`, { origin: ORIGIN, autoPong: false })
+  const silent = new TermClient(ws)
+  await silent.opened
+  silent.send({ type: 'create' })
+  const pid = (await silent.frame('created')).pid as number
+  t.match(await health(), { connections: 2 })
+  const closed = await silent.whenClosed(45_000)
+  t.equal(closed.code, 1006, 'cut, without a close handshake')
+  await until(() => !alive(pid), 5_000, 'the silent client\'s shell to end')
+  await until(async () => (await health()).connections === 1, 5_000, 'its place freed')
+  t.equal(live.closed, null, 'the client that answers pings is still connected')
+  t.match(await live.run('echo still-$((2+2))'), /^still-4/)
+  live.ws.close()
 })
 
 t.test('a refused connection that sends a bad frame at once does not end the bridge or the sessions in it', async (t) => {

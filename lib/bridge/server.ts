@@ -16,6 +16,13 @@ const CLOSE_TRY_AGAIN = 1013
 const CLOSE_GOING_AWAY = 1001
 /** A client gets this long to answer a close (at SIGTERM, after a protocol error) before its socket is cut. */
 const CLOSE_HANDSHAKE_MS = 1_000
+/**
+ * Each connection is pinged this often, and cut when it has not answered the ping before (within
+ * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
+ * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
+ * time allows. Browsers answer pings themselves, also in background tabs.
+ */
+const HEARTBEAT_MS = 20_000
 
 /** The running bridge: its HTTP server, and a shutdown that ends every connection and shell. */
 export interface Bridge {
@@ -59,6 +66,14 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const origins = new Set(config.origins)
   const connections = new Map<WebSocket, Promise<void>>()
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
+  /** Connections that have answered their last ping (or opened since). */
+  const answered = new WeakSet<WebSocket>()
+  const heartbeat = setInterval(() => {
+    for (const ws of connections.keys()) {
+      if (!answered.delete(ws)) ws.terminate()
+      else ws.ping()
+    }
+  }, HEARTBEAT_MS).unref()
 
   const server = http.createServer((req, res) => {
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
@@ -113,11 +128,14 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       }
       const done = serveConnection(ws, claims, registry, log, sessionLog)
       connections.set(ws, done)
+      answered.add(ws)
+      ws.on('pong', () => answered.add(ws))
       ws.once('close', () => connections.delete(ws))
     })
   })
 
   async function shutdown(): Promise<void> {
+    clearInterval(heartbeat)
     server.close()
     const ending = [...connections.values()]
     for (const ws of connections.keys()) {

@@ -15,6 +15,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const NameBody = Compile(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))
 
 // A test router on lib/http: one route of each kind the core must handle.
+let counted = 0
 const router = new Router()
   .add('GET', '/api/thing', ({ res }) => json(res, 200, { success: true }))
   .add('POST', '/api/things', async ({ req, res }) => json(res, 200, { success: true, got: await readBody(req, NameBody) }))
@@ -34,6 +35,7 @@ const router = new Router()
   .add('GET', '/page/boom', () => {
     throw new Error('secret page failure')
   })
+  .add('POST', '/api/count', ({ res }) => json(res, 200, { success: true, count: ++counted }))
   .add('GET', '/api/slow', async ({ res }) => {
     await new Promise((r) => setTimeout(r, 400))
     json(res, 200, { success: true, slow: true })
@@ -366,6 +368,36 @@ t.test('a request whose body never comes gets 408, and the access log says 408 f
   t.match(answer, /^HTTP\/1\.1 408 [^]*"code":"REQUEST_TIMEOUT"\}$/)
   for (let i = 0; i < 50 && !own.some((e) => e.event === 'http.request'); i++) await new Promise((r) => setTimeout(r, 20))
   t.match(own.filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/things', status: 408 }], 'the request cut short: 408, not 499')
+})
+
+t.test('requests pipelined behind a body refused unread (413) are not run: the 413 says Connection: close and is the last answer', async (t) => {
+  const before = counted
+  const big = JSON.stringify({ name: 'x'.repeat(70_000) })
+  const count = 'POST /api/count HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n'
+  for (const framing of ['content-length', 'chunked']) {
+    const head = framing === 'chunked'
+      ? `POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`
+      : `POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`
+    const answer = await rawExchange(count + head + count + 'GET /api/thing HTTP/1.1\r\nHost: a\r\n\r\n')
+    const answers = answer.split(/(?=HTTP\/1\.1 )/)
+    t.same(answers.map((a) => a.slice(9, 12)), ['200', '413'], `${framing}: the count, the 413, nothing after`)
+    t.match(answers[1], /\r\nconnection: close\r\n/i, `${framing}: the 413 says the connection closes`)
+  }
+  t.equal(counted - before, 2, 'only the requests before the refused body ran')
+})
+
+t.test('a request that came whole is logged 499 when its client leaves, not with the status of a refusal behind it', async (t) => {
+  const from = logs.length
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => {
+      socket.write('GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nGARBAGE\r\n\r\n')
+      setTimeout(() => socket.resetAndDestroy(), 50)
+    })
+    socket.on('close', () => resolve()).on('error', reject)
+  })
+  const line = (): Record<string, unknown> | undefined => logs.slice(from).find((e) => e.event === 'http.request' && e.path === '/api/slow')
+  for (let i = 0; i < 50 && !line(); i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(line(), { status: 499 })
 })
 
 t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {

@@ -308,8 +308,9 @@ t.test('a request asking for an upgrade the platform does not offer (h2c) is ser
   t.ok(answers[0]!.endsWith(JSON.stringify({ error: 'wrong username or password', code: 'INVALID_CREDENTIALS' })), 'the contract\'s JSON error')
   t.match(answers[1], /^HTTP\/1\.1 401 [^]*"code":"NO_SESSION"/, 'the pipelined request is answered too')
   t.notMatch(text, /101 Switching Protocols/)
-  const logged = product.platform.logs.slice(from).filter((l) => l.event === 'http.request').map((l) => `${l.method} ${l.path} ${l.status}`)
-  t.same(logged, ['POST /api/auth/login 401', 'GET /api/auth/session 401'], 'both in the access log')
+  const logged = (): string[] => product.platform.logs.slice(from).filter((l) => l.event === 'http.request').map((l) => `${l.method} ${l.path} ${l.status}`)
+  for (let i = 0; i < 100 && logged().length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+  t.same(logged(), ['POST /api/auth/login 401', 'GET /api/auth/session 401'], 'both in the access log')
 })
 
 t.test('an upgrade request pipelined behind others, or behind another upgrade, is answered in its turn', async (t) => {
@@ -337,6 +338,56 @@ t.test('an upgrade request pipelined behind others, or behind another upgrade, i
     `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
   const text = await raw(many + last)
   t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), ['INVALID_JSON', 'GAME_NOT_FOUND'], 'the body read as (bad) JSON, then the next request')
+})
+
+t.test('a client that resets while its upgrade request waits behind another does not end the platform', async (t) => {
+  for (let i = 0; i < 5; i++) {
+    // A register takes a while (the password's hash): the upgrade request waits behind it.
+    const body = JSON.stringify({ username: `reset_${i}_${Date.now() % 100000}`, password: 'correct horse battery' })
+    await new Promise<void>((resolve) => {
+      const socket = net.connect(product.platform.port, '127.0.0.1', () => {
+        socket.write(`POST /api/auth/register HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+          'GET /api/games HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n')
+        setTimeout(() => socket.resetAndDestroy(), 5)
+      })
+      socket.on('close', () => resolve()).on('error', () => undefined)
+    })
+  }
+  await new Promise((r) => setTimeout(r, 200))
+  t.equal((await fetch(`${product.platform.url}/api/games`)).status, 200, 'still serving')
+})
+
+t.test('a /terminal-ws/ upgrade pipelined behind a request goes to the bridge after that request\'s answer', async (t) => {
+  const text = await new Promise<string>((resolve, reject) => {
+    const body = JSON.stringify({ username: `ws_queue_${Date.now() % 100000}`, password: 'correct horse battery' })
+    const socket = net.connect(product.platform.port, '127.0.0.1', () => socket.write(
+      `POST /api/auth/register HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /terminal-ws/ws?ticket=forged HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    ))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d))
+    socket.on('close', () => resolve(got))
+    socket.on('error', reject)
+  })
+  t.same(text.split(/(?=HTTP\/1\.1 )/).map((a) => a.slice(9, 12)), ['200', '401'], 'the request\'s answer, then the bridge\'s refusal')
+})
+
+t.test('a request read anew without its Upgrade gets the full request time, not the keep-alive time of the answer before it', async (t) => {
+  const body = JSON.stringify({ username: 'nobody_slow', password: 'not the password' })
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(product.platform.port, '127.0.0.1', () => {
+      socket.write('GET /api/games/nope HTTP/1.1\r\nHost: a\r\n\r\n' +
+        `POST /api/auth/login HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, close\r\nUpgrade: h2c\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+      // Past the 5 s keep-alive time, within the 30 s a request has.
+      setTimeout(() => socket.write(body), 6_500)
+    })
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d))
+    socket.on('close', () => resolve(got))
+    socket.on('error', reject)
+  })
+  t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), ['GAME_NOT_FOUND', 'INVALID_CREDENTIALS'], 'both answered')
 })
 
 t.test('the platform forwards the upgrade as it came, less its cookies', async (t) => {

@@ -157,18 +157,33 @@ class Exchange implements RouteContext {
       const error = err instanceof Error ? err.stack ?? err.message : String(err)
       ;(this.log ?? logLine)({ event: 'http.error', id: this.requestId, method: this.method, path: this.pathname, error })
     }
-    sendError(res, httpError, !this.api)
-    // A body we refused to read (a 413 on a large upload) is not waited for: the connection ends
-    // once the answer is out. Asked at 'finish', when a request without a body is complete (the
-    // parser marks it so only after the handler returns), so an early 404 keeps the connection.
-    // Take the socket now: by 'finish' the response may have let go of it (req.socket is null then).
     const socket = req.socket
-    if (!req.complete && socket) res.once('finish', () => req.complete || socket.destroySoon())
+    // A body refused unread (413) is never read: the connection ends after this answer, which says
+    // so, and requests pipelined behind the body are not served (RFC 9112 §9.6): Node would run them
+    // and then drop their answers with the connection.
+    if (httpError.status === 413 && !req.complete && socket) {
+      res.shouldKeepAlive = false
+      closing.add(socket)
+    }
+    sendError(res, httpError, !this.api)
+    // Any other body not read is not waited for either. Asked at 'finish', when a request without a
+    // body is complete (the parser marks it so only after the handler returns), so an early 404
+    // keeps the connection. Take the socket now: by 'finish' the response may have let go of it.
+    if (!req.complete && socket) {
+      res.once('finish', () => {
+        if (req.complete) return
+        closing.add(socket)
+        socket.destroySoon()
+      })
+    }
   }
 }
 
 /** The access log's status of a request whose client closed the connection before the answer was out. */
 const CLIENT_CLOSED = 499
+
+/** Connections that end after the answer being made: requests read on them after it are not served. */
+const closing = new WeakSet<object>()
 
 /** '00' to '99': the fraction of the access log's milliseconds. */
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'))
@@ -180,7 +195,7 @@ function resOnClose(this: PlatformResponse): void {
   const hundredths = Math.round((performance.now() - ex.started) * 100) | 0
   // Closed before its answer was out: the client went away (nginx's 499, "client closed request").
   // A request a parser refusal cut short (a body that never came: 408) has that refusal's status.
-  const status = this.writableFinished ? this.statusCode : (refusalStatus(ex.req.socket) ?? CLIENT_CLOSED)
+  const status = this.writableFinished ? this.statusCode : ((ex.req.complete ? undefined : refusalStatus(ex.req.socket)) ?? CLIENT_CLOSED)
   if (ex.log) {
     ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status, ms: hundredths / 100, ip: ex.ip })
     return
@@ -204,6 +219,7 @@ function handle(
   options: ServerOptions,
   origins: Set<string>,
 ): void {
+  if (closing.has(req.socket)) return
   const ex = new Exchange(req, res, options.log, options.trustProxy)
   const { method, pathname } = ex
   ;(res as PlatformResponse).exchange = ex

@@ -28,31 +28,49 @@ function refuseUnavailable(socket: Duplex): void {
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): void {
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    const target = req.url ?? '/'
-    if (!target.startsWith(PREFIX)) return serveWithoutUpgrade(server, req, socket, head)
-    socket.on('error', () => socket.destroy())
-    const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
-    upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
-    let connected = false
-    // Once connected, an error closes upstream, and the close below ends the client's side.
-    upstream.on('error', () => connected || refuseUnavailable(socket))
-    upstream.once('connect', () => {
-      connected = true
-      upstream.setTimeout(0)
-      upstream.setNoDelay(true)
-      if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
-      const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
-      for (let i = 0; i < req.rawHeaders.length; i += 2) {
-        // The bridge needs no session: the developers' sealed cookies stay out of its memory.
-        if (req.rawHeaders[i]!.toLowerCase() !== 'cookie') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
-      }
-      upstream.write(lines.join('\r\n') + '\r\n\r\n')
-      if (head.length > 0) upstream.write(head)
-      upstream.pipe(socket as net.Socket)
-      socket.pipe(upstream)
-      endAfterClose(upstream, socket)
-      endAfterClose(socket, upstream)
+    // Node has taken its own error listener off the socket: a reset would otherwise end the process.
+    const socketOnError = (): void => {
+      socket.destroy()
+    }
+    socket.on('error', socketOnError)
+    // Requests pipelined before this one are answered first: nothing may pass their answers.
+    afterResponses(socket, () => {
+      if (!socket.writable) return socket.destroy()
+      // An answer before it armed the keep-alive time-out: a WebSocket has none, and a request read
+      // anew gets the new connection's own (headers, request).
+      if ('setTimeout' in socket) (socket as net.Socket).setTimeout(0)
+      const target = req.url ?? '/'
+      if (target.startsWith(PREFIX)) return forward(req, socket, head, config)
+      socket.off('error', socketOnError)
+      reinject(server, req, socket, head)
     })
+  })
+}
+
+/** Forward the upgrade to the bridge and pipe the two sockets. */
+function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>): void {
+  const target = req.url ?? '/'
+  const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
+  upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
+  let connected = false
+  // Once connected, an error closes upstream, and the close below ends the client's side.
+  upstream.on('error', () => connected || refuseUnavailable(socket))
+  upstream.once('connect', () => {
+    connected = true
+    upstream.setTimeout(0)
+    upstream.setNoDelay(true)
+    if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
+    const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      // The bridge needs no session: the developers' sealed cookies stay out of its memory.
+      if (req.rawHeaders[i]!.toLowerCase() !== 'cookie') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
+    }
+    upstream.write(lines.join('\r\n') + '\r\n\r\n')
+    if (head.length > 0) upstream.write(head)
+    upstream.pipe(socket as net.Socket)
+    socket.pipe(upstream)
+    endAfterClose(upstream, socket)
+    endAfterClose(socket, upstream)
   })
 }
 
@@ -79,15 +97,6 @@ function endAfterClose(closed: Duplex, other: Duplex): void {
  * followed it, and the socket is given to the server as a new connection (Node's documented way to
  * inject one), whose parser reads the request, its body and any pipelined after it as usual.
  */
-function serveWithoutUpgrade(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-  // Read anew only once the answers to requests before it are out: the new connection's answers
-  // would otherwise wait behind them for a turn Node never gives.
-  afterResponses(socket, () => {
-    if (socket.writable) reinject(server, req, socket, head)
-    else socket.destroy()
-  })
-}
-
 function reinject(server: http.Server, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
   const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
   for (let i = 0; i < req.rawHeaders.length; i += 2) {

@@ -315,15 +315,20 @@ t.test('requests that came whole before bytes the parser refuses are answered fi
   t.match(broken, /^HTTP\/1\.1 400 [^]*"code":"BAD_REQUEST"\}$/, 'a broken chunked body: 400 alone')
 })
 
-t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack', async (t) => {
-  const from = logs.length
-  await new Promise<void>((resolve, reject) => {
+/** Write `bytes` on a new connection, then leave `afterMs` later: a plain close or a reset. */
+function writeThenLeave(bytes: string, afterMs: number, how: 'close' | 'reset'): Promise<void> {
+  return new Promise((resolve, reject) => {
     const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => {
-      socket.write('POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki')
-      setTimeout(() => socket.destroy(), 100)
+      socket.write(bytes)
+      setTimeout(() => (how === 'reset' ? socket.resetAndDestroy() : socket.destroy()), afterMs)
     })
     socket.on('close', () => resolve()).on('error', reject)
   })
+}
+
+t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack', async (t) => {
+  const from = logs.length
+  await writeThenLeave('POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki', 100, 'close')
   for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
   await new Promise((r) => setTimeout(r, 100))
   const lines = logs.slice(from)
@@ -388,13 +393,7 @@ t.test('requests pipelined behind a body refused unread (413) are not run: the 4
 
 t.test('a request that came whole is logged 499 when its client leaves, not with the status of a refusal behind it', async (t) => {
   const from = logs.length
-  await new Promise<void>((resolve, reject) => {
-    const socket = net.connect(Number(new URL(base).port), '127.0.0.1', () => {
-      socket.write('GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nGARBAGE\r\n\r\n')
-      setTimeout(() => socket.resetAndDestroy(), 50)
-    })
-    socket.on('close', () => resolve()).on('error', reject)
-  })
+  await writeThenLeave('GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nGARBAGE\r\n\r\n', 50, 'reset')
   const line = (): Record<string, unknown> | undefined => logs.slice(from).find((e) => e.event === 'http.request' && e.path === '/api/slow')
   for (let i = 0; i < 50 && !line(); i++) await new Promise((r) => setTimeout(r, 20))
   t.match(line(), { status: 499 })

@@ -62,10 +62,13 @@ export class Router {
    */
   find(method: string, pathname: string): Match {
     const methods = this.#static.get(pathname)
-    const allow = new Set<string>()
     if (methods) {
       const found = methods.get(method) ?? (method === 'HEAD' ? methods.get('GET') : undefined)
       if (found) return found
+    }
+    // Past the lookup of a fixed path's own method: the catalogue's hot path allocates nothing.
+    const allow = new Set<string>()
+    if (methods) {
       for (const m of methods.keys()) allowMethod(allow, m)
       return { kind: 'method', allow: [...allow].sort() }
     }

@@ -1,6 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { ConfigError } from './config.js'
+import { ConfigError } from './config-error.js'
 
 // Values that are well formed but turn out unusable on this machine: the same one-line
 // configuration error as a malformed value (CONTRACT §1), found when the process first uses them.

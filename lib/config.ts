@@ -1,11 +1,7 @@
 import { isIP, BlockList } from 'node:net'
 import path from 'node:path'
 import { Compile, Type, type TSchema, type Validator } from './typebox.js'
-
 import { ConfigError } from './config-error.js'
-
-// Defined apart so modules that only throw it (secrets.ts) do not load TypeBox.
-export { ConfigError }
 
 type Env = Record<string, string | undefined>
 

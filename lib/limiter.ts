@@ -40,7 +40,7 @@ export function take(bucket: Bucket | undefined, rule: Rule, now: number): TakeR
   return { bucket: current, allowed: false, waitMs }
 }
 
-/** Buckets kept in this process, by key, for limits that need not outlive it (sign-in failures, floods). */
+/** Buckets kept in this process, by key, for limits that need not outlive it (the submit flood limit). */
 export class MemoryLimiter {
   readonly #buckets = new Map<string, Bucket>()
   constructor(readonly rule: Rule) {}
@@ -51,14 +51,6 @@ export class MemoryLimiter {
     this.#buckets.set(key, result.bucket)
     if (this.#buckets.size > 100_000) this.#sweep(now)
     return result
-  }
-
-  /** Whether `key` has a token now, without taking it. */
-  peek(key: string, now: number): TakeResult {
-    const current = refill(this.#buckets.get(key), this.rule, now)
-    return current.tokens >= 1
-      ? { bucket: current, allowed: true, waitMs: 0 }
-      : { bucket: current, allowed: false, waitMs: Math.ceil(((1 - current.tokens) * this.rule.intervalMs) / this.rule.refill) }
   }
 
   /** Drop buckets that have refilled completely: they hold no information. */

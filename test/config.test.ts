@@ -4,7 +4,8 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { ConfigError, loadPlatformConfig } from '../lib/config.js'
+import { loadPlatformConfig } from '../lib/config.js'
+import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
 /** Each bad variable and the exact line the platform prints (CONTRACT §1). */

@@ -39,7 +39,7 @@ t.test('the module is one ES5 script whose RPCs are top-level named functions', 
   const registered = init.body.body
     .filter((s: any) => s.expression?.callee?.property?.name === 'registerRpc')
     .map((s: any) => s.expression.arguments[1])
-  t.equal(registered.length, 12)
+  t.equal(registered.length, 11)
   for (const arg of registered) t.ok(arg.type === 'Identifier' && top.has(arg.name), `${arg.name ?? arg.type} is a top-level function`)
   const hooks = init.body.body.filter((s: any) => /^registerBefore/.test(s.expression?.callee?.property?.name ?? ''))
   t.same(hooks.map((s: any) => [s.expression.callee.property.name, s.expression.arguments[0].type, top.has(s.expression.arguments[0].name)]),
@@ -347,7 +347,6 @@ function attacks(victim: { uid: string }, self: { uid: string }): Array<[string,
     ['playfield_list_records', { leaderboardId: 'hi', limit: 10 }],
     ['playfield_get_account', { userId: victim.uid }],
     ['playfield_rename', { userId: victim.uid, username: 'pwned', rule, now: Date.now() }],
-    ['playfield_take_bucket', { key: 'rename:x', rule: { capacity: 1, refill: 1, intervalMs: 3_600_000 }, now: Date.now() }],
     ['playfield_event_window', { key: 'signin:203.0.113.9', now: Date.now(), windowMs: 60_000, keep: 10, record: true }],
     ['playfield_set_role', { username: 'mallory', role: 'admin', grant: true }],
     ['playfield_list_privileged', {}],

@@ -249,7 +249,7 @@ t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; reco
   await fake!.start()
   t.equal(fake!.state.users.size, users, 'no account was created')
   t.equal(fake!.state.users.get(id)!.username, name('down'), 'the name is unchanged')
-  t.equal(fake!.state.read('playfield_buckets', 'rename', id), undefined, 'no rename was spent')
+  t.equal(fake!.state.read('playfield_rename_buckets', id, SYSTEM_USER), undefined, 'no rename was spent')
   const again = await new Client(a.url).post('/api/auth/guest')
   t.equal(again.status, 200, 'recovered')
   t.equal((await client.get('/api/auth/session')).status, 200, 'the old session works again')

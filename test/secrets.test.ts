@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { ConfigError } from '../lib/config.js'
+import { ConfigError } from '../lib/config-error.js'
 import { loadSecret } from '../lib/secrets.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 

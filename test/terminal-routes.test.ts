@@ -284,7 +284,6 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   t.equal(await upgradeStatus(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN), 502)
 })
 
-
 t.test('a request asking for an upgrade the platform does not offer (h2c) is served as plain HTTP/1.1, body and pipelined requests included', async (t) => {
   const body = JSON.stringify({ username: 'nobody_h2c', password: 'not the password' })
   const from = product.platform.logs.length

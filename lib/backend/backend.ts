@@ -34,8 +34,6 @@ export interface Backend {
    * Throws 409 USERNAME_TAKEN or 429 RATE_LIMITED (with the wait); nothing is written then.
    */
   renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account>
-  /** Take one token from the named bucket kept in the backend; answers whether it was allowed and the wait. */
-  takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }>
   /**
    * The times (ms, oldest first) of the named window's events younger than `windowMs` at `now`,
    * kept in the backend so every platform instance and restart sees them (the sign-in limit's
@@ -72,7 +70,7 @@ export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
 /** The methods of AccountPart, by name: what composeBackend forwards to the account half. */
 export const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
   'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
-  'renameUser', 'takeBucket', 'eventWindow', 'grantRole', 'revokeRole', 'listPrivileged',
+  'renameUser', 'eventWindow', 'grantRole', 'revokeRole', 'listPrivileged',
 ]
 const LEADERBOARD_METHODS: readonly LeaderboardMethod[] = ['recordLaunch', 'syncLeaderboards', 'writeRecord', 'listRecords']
 

@@ -5,6 +5,7 @@ import { openNakamaBackend } from './nakama/index.js'
 
 /** The configured game backend: embedded (SQLite in DATA_DIR) or Nakama (NAKAMA_URL, checked first). */
 export async function createBackend(config: Readonly<PlatformConfig>): Promise<Backend> {
-  if (config.gameBackend === 'nakama') return openNakamaBackend(config)
+  // loadPlatformConfig sets `nakama` exactly when GAME_BACKEND=nakama.
+  if (config.nakama) return openNakamaBackend(config.nakama)
   return createEmbeddedBackend(config)
 }

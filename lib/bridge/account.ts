@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
-import { ConfigError, type BridgeConfig } from '../config.js'
+import { ConfigError } from '../config-error.js'
+import type { BridgeConfig } from '../config.js'
 
 /** Who the shells run as: the bridge's own account, once a root bridge has dropped to it. */
 export interface ShellAccount {

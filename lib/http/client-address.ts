@@ -10,7 +10,7 @@ const kPeer = Symbol('playfield.peer')
 type PeerSocket = IncomingMessage['socket'] & { [kPeer]?: ClientAddress | null }
 
 /** Who a request comes from, after trusted proxies. */
-export interface ClientAddress {
+interface ClientAddress {
   readonly ip: string
   readonly proto: 'http' | 'https'
 }

@@ -5,13 +5,11 @@ import { parseTarget, pathnameOf } from './target.js'
 import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
-import { isoNow, logLine, queueLine } from './log.js'
+import { logLine } from './log.js'
+import { logRequest } from './access-log.js'
 import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
 import { MAX_BODY_BYTES } from './body.js'
-
-// Where it always was: bin/ files and the backends import logLine from here.
-export { logLine }
 
 interface ServerOptions {
   router: Router
@@ -107,7 +105,6 @@ function hasVary(flat: unknown[]): boolean {
   return false
 }
 
-
 /**
  * One request on its way through: the RouteContext a handler gets, plus what the access log and the
  * error path need. A class, so the hot path allocates one object with a known shape instead of a
@@ -185,30 +182,13 @@ const CLIENT_CLOSED = 499
 /** Connections that end after the answer being made: requests read on them after it are not served. */
 const closing = new WeakSet<object>()
 
-/** '00' to '99': the fraction of the access log's milliseconds. */
-const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'))
-
 /** The access-log line, one per request, when the response is done (or the client went away). */
 function resOnClose(this: PlatformResponse): void {
   const ex = this.exchange!
-  // An integer, so the remainder below is integer arithmetic, not a call to fmod.
-  const hundredths = Math.round((performance.now() - ex.started) * 100) | 0
   // Closed before its answer was out: the client went away (nginx's 499, "client closed request").
   // A request a parser refusal cut short (a body that never came: 408) has that refusal's status.
   const status = this.writableFinished ? this.statusCode : ((ex.req.complete ? undefined : refusalStatus(ex.req.socket)) ?? CLIENT_CLOSED)
-  if (ex.log) {
-    ex.log({ event: 'http.request', id: ex.requestId, method: ex.method, path: ex.pathname, status, ms: hundredths / 100, ip: ex.ip })
-    return
-  }
-  // The same line logLine would write, built without an intermediate object (it is written for
-  // every request). Nothing in it needs escaping: the method is an HTTP token, the address an IP
-  // literal (llhttp and isIP admit nothing else), and the path printable ASCII without quotes or
-  // backslashes (pathnameOf's plain paths, or URL's percent-encoded ones). The milliseconds are
-  // written from integers: formatting the double cost a tenth of a microsecond per request.
-  queueLine(
-    `{"time":"${isoNow()}","event":"http.request","id":"${ex.requestId}","method":"${ex.method}",` +
-      `"path":"${ex.pathname}","status":${status},"ms":${(hundredths / 100) | 0}.${TWO_DIGITS[hundredths % 100]},"ip":"${ex.ip}"}\n`,
-  )
+  logRequest(ex, status)
 }
 
 // Synchronous until a handler returns a promise: an async function per request cost the catalogue

@@ -1,4 +1,5 @@
-import { ConfigError, type PlatformConfig } from '../config.js'
+import { ConfigError } from '../config-error.js'
+import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import type { Account, Backend } from '../backend/backend.js'
 

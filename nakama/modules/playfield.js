@@ -17,7 +17,6 @@
 // roles object there would make its owner an admin. So nothing in a user's namespace is trusted.
 
 var SYSTEM_USER = '00000000-0000-0000-0000-000000000000';
-var BUCKETS = 'playfield_buckets';
 var RENAME_BUCKETS = 'playfield_rename_buckets';
 var WINDOWS = 'playfield_event_windows';
 var ROLES = 'playfield_roles';
@@ -34,7 +33,6 @@ function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_list_records', rpcListRecords);
   initializer.registerRpc('playfield_get_account', rpcGetAccount);
   initializer.registerRpc('playfield_rename', rpcRename);
-  initializer.registerRpc('playfield_take_bucket', rpcTakeBucket);
   initializer.registerRpc('playfield_event_window', rpcEventWindow);
   initializer.registerRpc('playfield_set_role', rpcSetRole);
   initializer.registerRpc('playfield_list_privileged', rpcListPrivileged);
@@ -377,14 +375,6 @@ function rpcRename(ctx, logger, nk, payload) {
     throw e;
   }
   return JSON.stringify({ account: { id: p.userId, username: p.username, roles: rolesOf(nk, p.userId) } });
-}
-
-// A named bucket for limits shared by every platform instance; owned by the system user.
-function rpcTakeBucket(ctx, logger, nk, payload) {
-  serverOnly(ctx);
-  var p = parsePayload(payload);
-  var result = takeStored(nk, BUCKETS, p.key, p.rule, p.now);
-  return JSON.stringify({ allowed: result.allowed, waitMs: result.waitMs });
 }
 
 // The times of a named window's events younger than windowMs (the platform's failed sign-ins per

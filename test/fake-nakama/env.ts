@@ -95,7 +95,7 @@ export function contendStorage(t: Test, fake: FakeNakama): { restore(): void } {
   const restore = (): void => void (nk.storageWrite = write)
   t.teardown(restore)
   nk.storageWrite = (writes) => {
-    if (writes.some((w) => w.collection === 'playfield_buckets' || w.collection === 'playfield_rename_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
+    if (writes.some((w) => w.collection === 'playfield_rename_buckets' || w.collection === 'playfield_roles')) throw new Error('Storage write rejected - version check failed.')
     return write(writes)
   }
   return { restore }

@@ -45,7 +45,6 @@ export const ACCOUNT_MIGRATIONS: Migration[] = [
   },
 ]
 
-
 interface Row {
   id: string
   username: string
@@ -58,10 +57,10 @@ export class AccountStore implements AccountPart {
   readonly #buckets: BucketStore
   readonly #statements = new Map<string, Database.Statement>()
 
-  /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
   /** Run inside a rename's transaction after the account's name changed (the leaderboards' records follow it). */
   onRenamed: (userId: string, username: string) => void = () => {}
 
+  /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
   constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
     // Generated once into DATA_DIR/secrets (mode 0600); two keys, as Nakama requires them to differ.
     const keys = { session: loadSecret(config.dataDir, 'token-key', null), refresh: loadSecret(config.dataDir, 'refresh-key', null) }
@@ -135,11 +134,6 @@ export class AccountStore implements AccountPart {
     })
     // IMMEDIATE: the write lock is held from the bucket read to the bucket write, across processes too.
     return rename.immediate()
-  }
-
-  async takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }> {
-    const { allowed, waitMs } = this.#buckets.take(key, rule, now)
-    return { allowed, waitMs }
   }
 
   async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {

@@ -16,12 +16,6 @@ export class BucketStore {
     )
   }
 
-  /** Take one token of `key`'s bucket in its own write transaction. */
-  take(key: string, rule: Rule, now: number): TakeResult {
-    // IMMEDIATE takes the write lock before the read, so two processes cannot both spend the last token.
-    return this.db.transaction(() => this.takeInTransaction(key, rule, now)).immediate()
-  }
-
   /** Take one token; the caller must hold a write transaction (renameUser does, around its rename). */
   takeInTransaction(key: string, rule: Rule, now: number): TakeResult {
     const stored: Bucket | undefined = this.#read.get(key)

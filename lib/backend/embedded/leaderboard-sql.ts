@@ -50,7 +50,6 @@ export interface RecordEntry {
   subscore: number
 }
 
-
 /** The statements of the leaderboard store, prepared once. */
 export interface Statements {
   upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>

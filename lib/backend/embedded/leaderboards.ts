@@ -15,7 +15,6 @@ export const LEADERBOARD_MIGRATIONS: Migration[] = [
   { version: 201, name: 'records by owner', sql: OWNER_INDEX_SQL },
 ]
 
-
 /** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
 interface Period {
   expiry: number

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { HttpError, rateLimited } from '../../http/errors.js'
-import { logLine } from '../../http/server.js'
+import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession } from './claims.js'
@@ -9,7 +9,7 @@ import { Revocations } from './revocations.js'
 
 /** Synthetic e-mail domain: Nakama's username+password sign-in needs an e-mail account behind it. */
 const EMAIL_DOMAIN = 'users.playfield.invalid'
-/** Storage keys are VARCHAR(128); longer bucket keys are hashed. */
+/** Storage keys are VARCHAR(128); longer window keys are hashed. */
 const MAX_KEY = 128
 /** A session token this close to its expiry may have expired by the time Nakama reads it. */
 const TOKEN_SKEW_MS = 5_000
@@ -146,11 +146,6 @@ export class NakamaAccounts implements AccountPart {
     if (out.error === 'RATE_LIMITED') throw rateLimited('too many username changes; try again later', out.waitMs ?? 0)
     if (!out.account) throw noSession()
     return out.account
-  }
-
-  async takeBucket(key: string, rule: Rule, now: number): Promise<{ allowed: boolean; waitMs: number }> {
-    const stored = key.length > MAX_KEY ? createHash('sha256').update(key).digest('hex') : key
-    return this.client.rpc<{ allowed: boolean; waitMs: number }>('playfield_take_bucket', { key: stored, rule, now })
   }
 
   async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {

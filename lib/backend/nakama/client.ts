@@ -1,6 +1,6 @@
 import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
-import { logLine } from '../../http/server.js'
+import { logLine } from '../../http/log.js'
 
 /** A 4xx answer of Nakama: its HTTP status, gRPC code and message, for the backend to map. */
 export class NakamaError extends Error {

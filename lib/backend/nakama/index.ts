@@ -1,4 +1,4 @@
-import type { PlatformConfig } from '../../config.js'
+import type { NakamaConfig } from '../../config.js'
 import { composeBackend, type Backend } from '../backend.js'
 import { NakamaAccounts } from './accounts.js'
 import { NakamaClient, type ClientOptions } from './client.js'
@@ -10,9 +10,8 @@ import { checkNakama } from './startup.js'
  * leaderboards in Nakama, roles, buckets, launches and logouts in Nakama storage through the
  * module nakama/modules/playfield.js. The platform keeps nothing, so instances scale out.
  */
-export function createNakamaBackend(config: Readonly<PlatformConfig>, options: ClientOptions & { now?: () => number } = {}): Backend {
-  if (!config.nakama) throw new Error('GAME_BACKEND=nakama needs NAKAMA_URL, NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY')
-  const client = new NakamaClient(config.nakama, options)
+export function createNakamaBackend(nakama: Readonly<NakamaConfig>, options: ClientOptions & { now?: () => number } = {}): Backend {
+  const client = new NakamaClient(nakama, options)
   const accounts = new NakamaAccounts(client, options.now)
   const boards = new NakamaLeaderboards(client)
   // Node's fetch pool closes idle keep-alive sockets by itself; nothing else is held.
@@ -20,8 +19,8 @@ export function createNakamaBackend(config: Readonly<PlatformConfig>, options: C
 }
 
 /** The Nakama backend, once Nakama has taken NAKAMA_URL and the keys (ConfigError otherwise, CONTRACT §1). */
-export async function openNakamaBackend(config: Readonly<PlatformConfig>): Promise<Backend> {
+export async function openNakamaBackend(nakama: Readonly<NakamaConfig>): Promise<Backend> {
   // Quiet: a refusal here becomes the ConfigError's one line, which names the cause.
-  if (config.nakama) await checkNakama(new NakamaClient(config.nakama, { log: () => undefined }), config.nakama)
-  return createNakamaBackend(config)
+  await checkNakama(new NakamaClient(nakama, { log: () => undefined }), nakama)
+  return createNakamaBackend(nakama)
 }

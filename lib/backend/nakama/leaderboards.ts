@@ -1,7 +1,7 @@
 import { resetTimes } from '../../catalogue/schedule.js'
 import { overflow } from '../overflow.js'
 import { HttpError } from '../../http/errors.js'
-import { logLine } from '../../http/server.js'
+import { logLine } from '../../http/log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { NakamaClient } from './client.js'
 

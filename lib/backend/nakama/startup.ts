@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { ConfigError, type NakamaConfig } from '../../config.js'
+import { ConfigError } from '../../config-error.js'
+import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
 import { NakamaError, NakamaMisconfigured, type NakamaClient } from './client.js'
 

@@ -3,10 +3,11 @@ import { loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { checkDirectories, checkManifestsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
 import { createServer } from '../lib/http/server.js'
+import { listen } from '../lib/http/listen.js'
 import { logLine } from '../lib/http/log.js'
 import { closeGracefully } from '../lib/http/close.js'
 import { createBackend } from '../lib/backend/create.js'
-import { CatalogueHolder, runCheck } from '../lib/catalogue/load.js'
+import { CatalogueHolder, CatalogueInvalid, runCheck } from '../lib/catalogue/load.js'
 import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
@@ -30,17 +31,9 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const router = buildRouter({ config, backend, catalogue: () => catalogue.current(), now: Date.now })
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
   attachTerminalProxy(server, config)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  }).catch((err: NodeJS.ErrnoException) => {
+  const port = await listen(server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
     throw listenProblem(err, 'HOST', config.host, 'PORT', config.port)
   })
-  const address = server.address()
-  const port = typeof address === 'object' && address ? address.port : config.port
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).
   onReload(() => {
@@ -65,7 +58,8 @@ async function main(): Promise<void> {
     const [command, ...args] = process.argv.slice(2)
     if (command === 'check') {
       checkManifestsDir(config.manifestsDir)
-      process.exit(await runCheck(config))
+      process.stdout.write(`${await runCheck(config)}\n`)
+      process.exit(0)
     }
     if (command === 'users') process.exit(await runUsersCommand(config, args))
     if (command !== undefined) {
@@ -78,6 +72,11 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`config: ${err.message}\n`)
       process.exit(2)
+    }
+    // A catalogue that cannot be served (CONTRACT §5): one line per problem, exit 1.
+    if (err instanceof CatalogueInvalid) {
+      process.stderr.write(err.problems.map((line) => `${line}\n`).join(''))
+      process.exit(1)
     }
     // Anything else that stops the start (the database locked past its busy time-out, a full
     // disk) may pass: one line, never a stack trace, and exit 1, which the unit restarts.

@@ -1,4 +1,4 @@
-import { Cron } from 'croner'
+import { nextReset } from './catalogue/schedule.js'
 
 /** A leaderboard's operator, as the catalogue resolves it (CONTRACT §5). */
 export type Operator = 'best' | 'set' | 'incr'
@@ -60,22 +60,13 @@ export function rankComparator(order: SortOrder): (a: RankKey, b: RankKey) => nu
   return order === 'desc' ? (a, b) => compareRank(a, b, 'desc') : (a, b) => compareRank(a, b, 'asc')
 }
 
-const crons = new Map<string, Cron>()
-
 /**
  * A record's expiry for a write at `now` (Unix ms): the next fire time of the reset schedule after
- * `now`, cron evaluated in UTC; 0 (never) without a schedule (nakama-api.md §3.4).
+ * `now`, cron evaluated in UTC; 0 (never) without a schedule (nakama-api.md §3.4). A schedule
+ * that never fires again (a past date) leaves records in one endless period.
  */
 export function nextExpiry(resetSchedule: string | null, now: number): number {
-  if (resetSchedule === null) return 0
-  let cron = crons.get(resetSchedule)
-  if (!cron) {
-    cron = new Cron(resetSchedule, { timezone: 'UTC' })
-    crons.set(resetSchedule, cron)
-  }
-  const next = cron.nextRun(new Date(now))
-  // A schedule that never fires again (a past date) leaves records in one endless period.
-  return next ? next.getTime() : 0
+  return nextReset(resetSchedule, now) ?? 0
 }
 
 /** The largest score or subscore: both backends keep integers exact up to here (CONTRACT §3). */

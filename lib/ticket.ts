@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { decodeJsonPart, hmac, signedByOneOf } from './signed.js'
 import { Compile, Type } from './typebox.js'
 
 /** A ticket lives at most this long (CONTRACT §6: "at most 60 s old"). */
@@ -26,10 +27,6 @@ const Claims = Compile(
   ),
 )
 
-function sign(key: string, payload: string): Buffer {
-  return createHmac('sha256', key).update(payload).digest()
-}
-
 /**
  * Mint a ticket for `user`: `base64url(JSON claims).base64url(HMAC-SHA256)`, signed with the
  * first key. The platform mints it at POST /dev/terminal/ticket; the bridge verifies it.
@@ -42,7 +39,7 @@ export function mintTicket(keys: string[], user: { id: string; username: string 
     nonce: randomBytes(18).toString('base64url'),
   }
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
-  return { ticket: `${payload}.${sign(keys[0]!, payload).toString('base64url')}`, claims }
+  return { ticket: `${payload}.${hmac(keys[0]!, payload).toString('base64url')}`, claims }
 }
 
 /**
@@ -54,18 +51,8 @@ export function verifyTicket(keys: string[], ticket: string, now: number): Ticke
   const dot = ticket.indexOf('.')
   if (dot <= 0) return null
   const payload = ticket.slice(0, dot)
-  const mac = Buffer.from(ticket.slice(dot + 1), 'base64url')
-  const signed = keys.some((key) => {
-    const expected = sign(key, payload)
-    return mac.length === expected.length && timingSafeEqual(mac, expected)
-  })
-  if (!signed) return null
-  let claims: unknown
-  try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
-  } catch {
-    return null
-  }
+  if (!signedByOneOf(keys, payload, Buffer.from(ticket.slice(dot + 1), 'base64url'))) return null
+  const claims = decodeJsonPart(payload)
   if (!Claims.Check(claims)) return null
   // A ticket further in the future than a fresh one would be is not one we minted under this rule.
   if (claims.expiresAt <= now || claims.expiresAt > now + TICKET_TTL_MS) return null

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -103,6 +103,23 @@ t.test('a database locked past its busy time-out at start is no config error: on
   t.teardown(() => holder.close())
   const error = await startPlatform({ dataDir }).then(() => new Error('started'), (err: Error) => err)
   t.equal(error.message, 'process exited (1) before ready: platform: cannot start: database is locked\n')
+})
+
+t.test('a database this process can read but not write stops the start as a config error, before any request', async (t) => {
+  const dataDir = tempDir()
+  const first = await startPlatform({ dataDir })
+  await first.stop()
+  // Header byte 18 above 2 (a newer SQLite's format) makes SQLite open the file read-only, as a
+  // file of another account with mode 0400 does for a process that is not root.
+  const file = path.join(dataDir, 'playfield.sqlite')
+  const fd = openSync(file, 'r+')
+  writeSync(fd, Buffer.from([3]), 0, 1, 18)
+  closeSync(fd)
+  const error = await startPlatform({ dataDir }).then(() => new Error('started'), (err: Error) => err)
+  t.equal(
+    error.message,
+    `process exited (2) before ready: config: DATA_DIR: the database "${file}" cannot be used (SQLITE_READONLY: attempt to write a readonly database); expected a DATA_DIR whose playfield.sqlite is a SQLite database this user can read and write\n`,
+  )
 })
 
 t.test('an unusable directory or listen address is a bad value too: exit 2 and one line naming its variable', async (t) => {

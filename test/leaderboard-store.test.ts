@@ -232,7 +232,7 @@ t.test('a rename names the owner on every record: other periods, and boards out 
   await store.writeRecord(write('best-desc', 'a', 10, 0, undefined, 'old'), day1)
   await store.writeRecord(write('daily', 'a', 20, 0, undefined, 'old'), day2)
   await store.syncLeaderboards(BOARDS.filter((b) => b.id !== 'best-desc'))
-  store.renameOwner('a', 'new')
+  store.renameOwner('a', 'new')()
   t.same(db.prepare("SELECT DISTINCT username FROM leaderboard_records WHERE owner_id = 'a'").all(), [{ username: 'new' }], 'every stored record')
   t.equal((await store.listRecords({ leaderboardId: 'daily', limit: 5, ownerId: 'a' }, day2)).ownRecord?.username, 'new', 'the period in memory')
   await store.syncLeaderboards(BOARDS)
@@ -258,4 +258,37 @@ t.test('a write the database refuses is rejected alone; the others of its batch 
   t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
   const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 10 }, NOW)
   t.same(page.records.map((r) => [r.owner_id, r.score, r.rank]), [['b', 20, 1], ['a', 10, 2], ['boom', 1, 3]], 'the refused score is not served')
+})
+
+t.test('a write built on one the database refused in the same batch is refused with it, never confirmed', async (t) => {
+  const { store, db, row } = await open()
+  await store.writeRecord(write('incr-desc', 'c', 5), NOW)
+  // SQLite refuses the first write of each owner (as a full disk does); the second would be an
+  // UPDATE of a row never inserted (changing nothing) or an incr on a sum never stored.
+  db.exec(`CREATE TEMP TRIGGER refuse_insert BEFORE INSERT ON leaderboard_records WHEN NEW.owner_id = 'new' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+  db.exec(`CREATE TEMP TRIGGER refuse_update BEFORE UPDATE ON leaderboard_records WHEN NEW.owner_id = 'c' AND NEW.score = 6 BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+  const results = await Promise.allSettled([
+    store.writeRecord(write('best-desc', 'new', 10), NOW),
+    store.writeRecord(write('best-desc', 'new', 20), NOW),
+    store.writeRecord(write('incr-desc', 'c', 1), NOW),
+    store.writeRecord(write('incr-desc', 'c', 2), NOW),
+    store.writeRecord(write('best-desc', 'other', 30), NOW),
+  ])
+  t.same(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected', 'fulfilled'])
+  t.equal(row('best-desc', 'new'), undefined, 'nothing stored for the refused owner')
+  t.match(row('incr-desc', 'c'), { score: 5 }, 'the sum is as it was')
+  const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 10 }, NOW)
+  t.same(page.records.map((r) => [r.owner_id, r.score]), [['other', 30]], 'memory follows the database')
+  t.equal((await store.writeRecord(write('incr-desc', 'c', 2), NOW)).score, 7, 'the next write builds on what is stored')
+})
+
+t.test('a rename whose transaction fails leaves the names served as they were', async (t) => {
+  const { store, db } = await open()
+  await store.writeRecord(write('best-desc', 'a', 10, 0, undefined, 'old'), NOW)
+  t.throws(() => db.transaction(() => {
+    store.renameOwner('a', 'new')
+    throw new Error('the commit failed')
+  })())
+  t.same(db.prepare("SELECT DISTINCT username FROM leaderboard_records WHERE owner_id = 'a'").all(), [{ username: 'old' }])
+  t.equal((await store.listRecords({ leaderboardId: 'best-desc', limit: 5 }, NOW)).records[0]?.username, 'old')
 })

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { rankComparator, type RankKey, type SortOrder } from '../lib/leaderboard.js'
-import { RankIndex } from '../lib/rank-index.js'
+import { RankIndex } from '../lib/backend/embedded/rank-index.js'
 
 /** The reference: sort every key and count. */
 function expected(keys: Map<string, RankKey>, order: SortOrder): RankKey[] {

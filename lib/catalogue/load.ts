@@ -64,6 +64,14 @@ async function loadCatalogue(dirs: Dirs, now: number): Promise<BuildResult> {
   return unreadable.length === 0 ? result : { catalogue: null, problems: [...unreadable, ...result.problems] }
 }
 
+/** MANIFESTS_DIR holds no valid catalogue: the start stops, and each problem is printed on a line of its own. */
+export class CatalogueInvalid extends Error {
+  override name = 'CatalogueInvalid'
+  constructor(readonly problems: readonly string[]) {
+    super(`the catalogue has ${problems.length} problem(s)`)
+  }
+}
+
 /** The catalogue in force, replaced on reload only by a valid one (CONTRACT §5). */
 export class CatalogueHolder {
   #current: Catalogue
@@ -73,13 +81,10 @@ export class CatalogueHolder {
     this.#dirs = dirs
   }
 
-  /** Load MANIFESTS_DIR; when invalid, print one line per problem to stderr and exit 1. */
+  /** Load MANIFESTS_DIR; throws CatalogueInvalid when it holds no valid catalogue. */
   static async open(config: Readonly<PlatformConfig>): Promise<CatalogueHolder> {
     const result = await loadCatalogue(config, Date.now())
-    if (result.catalogue === null) {
-      process.stderr.write(result.problems.map((p) => formatProblem(p) + '\n').join(''))
-      process.exit(1)
-    }
+    if (result.catalogue === null) throw new CatalogueInvalid(result.problems.map(formatProblem))
     return new CatalogueHolder(result.catalogue, config)
   }
 
@@ -102,13 +107,9 @@ export class CatalogueHolder {
   }
 }
 
-/** `bin/platform check`: validate without starting; prints each problem to stderr; 0 when valid, 1 otherwise. */
-export async function runCheck(config: Readonly<PlatformConfig>): Promise<number> {
+/** `bin/platform check`: validate without starting; the summary line, or CatalogueInvalid. */
+export async function runCheck(config: Readonly<PlatformConfig>): Promise<string> {
   const result = await loadCatalogue(config, Date.now())
-  if (result.catalogue === null) {
-    process.stderr.write(result.problems.map((p) => formatProblem(p) + '\n').join(''))
-    return 1
-  }
-  process.stdout.write(`catalogue ok: ${result.catalogue.games.size} games, ${result.catalogue.leaderboards.size} leaderboards\n`)
-  return 0
+  if (result.catalogue === null) throw new CatalogueInvalid(result.problems.map(formatProblem))
+  return `catalogue ok: ${result.catalogue.games.size} games, ${result.catalogue.leaderboards.size} leaderboards`
 }

@@ -21,9 +21,9 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = []
     let size = 0
     const done = (): void => {
-      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone)
+      req.off('data', reqOnData).off('end', reqOnEnd).off('error', reqOnGone).off('close', reqOnGone)
     }
-    const onData = (chunk: Buffer): void => {
+    const reqOnData = (chunk: Buffer): void => {
       size += chunk.length
       if (size > MAX_BODY_BYTES) {
         done()
@@ -33,16 +33,16 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
       }
       chunks.push(chunk)
     }
-    const onEnd = (): void => {
+    const reqOnEnd = (): void => {
       done()
       resolve(Buffer.concat(chunks, size))
     }
     // The client went away mid-body ('error' is Node's "aborted"); the access log shows 499.
-    const onGone = (): void => {
+    const reqOnGone = (): void => {
       done()
       reject(clientGone())
     }
-    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone)
+    req.on('data', reqOnData).on('end', reqOnEnd).on('error', reqOnGone).on('close', reqOnGone)
   })
 }
 

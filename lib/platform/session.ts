@@ -4,6 +4,7 @@ import type { Backend, BackendSession } from '../backend/backend.js'
 import { HttpError } from '../http/errors.js'
 import type { RouteContext } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
+import { decodeJsonPart } from '../signed.js'
 import type { Auth } from './app.js'
 import { seal, sealKeys, unseal, type SessionState } from './seal.js'
 
@@ -104,13 +105,8 @@ export async function renamedState(backend: Backend, state: SessionState, userna
 
 /** The `exp` claim of a JWT in Unix ms, read without checking the signature (the backend checks that). */
 function jwtExpiry(token: string): number | null {
-  try {
-    const claims: unknown = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'))
-    const exp = (claims as { exp?: unknown } | null)?.exp
-    return Number.isInteger(exp) ? (exp as number) * 1000 : null
-  } catch {
-    return null
-  }
+  const exp = decodeJsonPart(token.split('.')[1])?.exp
+  return Number.isInteger(exp) ? (exp as number) * 1000 : null
 }
 
 /**

@@ -57,8 +57,11 @@ export class AccountStore implements AccountPart {
   readonly #buckets: BucketStore
   readonly #statements = new Map<string, Database.Statement>()
 
-  /** Run inside a rename's transaction after the account's name changed (the leaderboards' records follow it). */
-  onRenamed: (userId: string, username: string) => void = () => {}
+  /**
+   * Run inside a rename's transaction after the account's name changed (the leaderboards' records
+   * follow it); what it returns runs once that transaction has committed (the names in memory).
+   */
+  onRenamed: (userId: string, username: string) => () => void = () => () => {}
 
   /** `clock` is injected by tests that move time (token expiry); the platform uses Date.now. */
   constructor(readonly db: Database.Database, readonly config: Readonly<PlatformConfig>, readonly clock: () => number = Date.now) {
@@ -119,6 +122,7 @@ export class AccountStore implements AccountPart {
   }
 
   async renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account> {
+    let committed = (): void => {}
     const rename = this.db.transaction((): Account => {
       const row = this.#byId(userId)
       if (!row) throw new HttpError(401, 'NO_SESSION', 'no such account')
@@ -129,11 +133,13 @@ export class AccountStore implements AccountPart {
       const { allowed, waitMs } = this.#buckets.takeInTransaction(`rename:${userId}`, rule, now)
       if (!allowed) throw rateLimited('too many username changes', waitMs)
       this.#sql('UPDATE accounts SET username = ?, updated_at = ? WHERE id = ?').run(username, now, userId)
-      this.onRenamed(userId, username)
+      committed = this.onRenamed(userId, username)
       return this.#account({ ...row, username })
     })
     // IMMEDIATE: the write lock is held from the bucket read to the bucket write, across processes too.
-    return rename.immediate()
+    const account = rename.immediate()
+    committed()
+    return account
   }
 
   async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {

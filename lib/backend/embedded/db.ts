@@ -61,6 +61,9 @@ function prepare(db: Database.Database, migrations: readonly Migration[]): void 
   db.pragma('wal_autocheckpoint = 10000')
   db.pragma('cache_size = -65536')
   untilNotBusy(() => migrate(db, migrations))
+  // A write, even with every migration applied: a file this account can read but not write
+  // (mode 0400) is found here, as a config error, not at the first request that writes.
+  untilNotBusy(() => db.pragma(`user_version = ${Number(db.pragma('user_version', { simple: true }))}`))
 }
 
 /** Run `step` again while it fails with SQLITE_BUSY, for up to BUSY_RETRY_MS. */

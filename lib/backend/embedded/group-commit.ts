@@ -3,6 +3,8 @@ import { isBusy, unavailableIfBusy } from './db.js'
 
 interface Pending {
   run: () => void
+  /** The record it writes: a later write of the same record in the batch is built on this one. */
+  key: string | null
   resolve: () => void
   reject: (err: unknown) => void
 }
@@ -21,10 +23,10 @@ export class GroupCommit {
     readonly onFailure: () => void,
   ) {}
 
-  /** Queue `run` (synchronous SQL) for the next commit; resolves once it is committed. */
-  submit(run: () => void): Promise<void> {
+  /** Queue `run` (synchronous SQL) for the next commit, writing the record `key`; resolves once it is committed. */
+  submit(run: () => void, key: string | null = null): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ run, resolve, reject })
+      this.#pending.push({ run, key, resolve, reject })
       if (this.#pending.length === 1) setImmediate(() => this.flush())
     })
   }
@@ -48,12 +50,21 @@ export class GroupCommit {
         return
       }
       // One bad write must not sink the others: replay each in its own transaction, so only the
-      // writes that fail themselves are refused, then let the owner resync its memory.
+      // writes that fail themselves are refused, then let the owner resync its memory. A write of
+      // a record that failed earlier in the batch is refused with it: its values were built on the
+      // failed one (an UPDATE of a row never inserted would change nothing and be confirmed).
+      const failed = new Map<string, unknown>()
       for (const write of batch) {
+        const earlier = write.key === null ? undefined : failed.get(write.key)
+        if (earlier !== undefined) {
+          write.reject(earlier)
+          continue
+        }
         try {
           this.db.transaction(write.run).immediate()
           write.resolve()
         } catch (err) {
+          if (write.key !== null) failed.set(write.key, err)
           write.reject(err)
         }
       }

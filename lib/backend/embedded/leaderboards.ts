@@ -4,7 +4,7 @@ import type { Migration } from './db.js'
 import { overflow } from '../overflow.js'
 import { HttpError } from '../../http/errors.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
-import { RankIndex } from '../../rank-index.js'
+import { RankIndex } from './rank-index.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
 import { LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
@@ -108,6 +108,7 @@ export class LeaderboardStore implements LeaderboardPart {
       old
         ? () => updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId)
         : () => insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now),
+      key,
     )
     this.#uncommitted.set(key, committed)
     try {
@@ -122,14 +123,17 @@ export class LeaderboardStore implements LeaderboardPart {
    * Every record of the owner takes the owner's new name, of every board and period (a board or a
    * period served again later shows it too): a record carries the name it was written with, which
    * the rename frees for someone else. Synchronous, so the account store runs it inside the
-   * rename's transaction and both commit together.
+   * rename's transaction and both commit together. Memory follows only once that commit is done:
+   * the caller runs the function returned then (a failed commit, a full disk, changes neither).
    */
-  renameOwner(ownerId: string, username: string): void {
+  renameOwner(ownerId: string, username: string): () => void {
     this.#sql.renameOwner.run(username, ownerId)
-    // The entry an index holds is the one a write still queued will store: it takes the name too.
-    for (const board of this.#boards.values()) {
-      const entry = board.period?.index.get(ownerId)
-      if (entry) entry.username = username
+    return () => {
+      // The entry an index holds is the one a write still queued will store: it takes the name too.
+      for (const board of this.#boards.values()) {
+        const entry = board.period?.index.get(ownerId)
+        if (entry) entry.username = username
+      }
     }
   }
 

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { decodeJsonPart, hmac, signedByOneOf } from '../../signed.js'
 
 /** The claims of a game-backend token, named as Nakama names them (nakama-api.md §2). */
 export interface TokenClaims {
@@ -20,7 +20,7 @@ const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toStrin
 /** Sign `claims` as an HS256 JWT with `key`. */
 export function signToken(claims: TokenClaims, key: string): string {
   const body = `${HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
-  return `${body}.${mac(body, key)}`
+  return `${body}.${hmac(key, body).toString('base64url')}`
 }
 
 /**
@@ -33,32 +33,14 @@ export function verifyToken(token: string, keys: readonly string[], nowMs: numbe
   if (parts.length !== 3) return null
   const [header, payload, signature] = parts as [string, string, string]
   const body = `${header}.${payload}`
-  const given = Buffer.from(signature, 'base64url')
-  const signed = keys.some((key) => {
-    const expected = Buffer.from(mac(body, key), 'base64url')
-    return expected.length === given.length && timingSafeEqual(expected, given)
-  })
-  if (!signed) return null
+  if (!signedByOneOf(keys, body, Buffer.from(signature, 'base64url'))) return null
   // The signature holds, so the header is ours; still refuse anything but HS256 (alg confusion).
-  const head = parseJson(header)
+  const head = decodeJsonPart(header)
   if (!head || head.alg !== 'HS256') return null
-  const claims = parseJson(payload)
+  const claims = decodeJsonPart(payload)
   if (!claims || !isClaims(claims)) return null
   if (claims.exp * 1000 <= nowMs) return null
   return { tid: claims.tid, uid: claims.uid, usn: claims.usn, exp: claims.exp, iat: claims.iat }
-}
-
-function mac(body: string, key: string): string {
-  return createHmac('sha256', key).update(body).digest('base64url')
-}
-
-function parseJson(part: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null
-  } catch {
-    return null
-  }
 }
 
 function isClaims(c: Record<string, unknown>): c is Record<string, unknown> & TokenClaims {

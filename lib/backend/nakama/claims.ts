@@ -1,5 +1,6 @@
 import { HttpError } from '../../http/errors.js'
 import type { BackendSession } from '../backend.js'
+import { decodeJsonPart } from '../../signed.js'
 
 /** The claims of a Nakama session or refresh token the platform reads (nakama-api.md §2). */
 export interface Claims {
@@ -15,15 +16,9 @@ export interface Claims {
  * tokens it reads come from Nakama itself or from the sealed session cookie. Null when malformed.
  */
 export function decodeClaims(token: string): Claims | null {
-  const payload = token.split('.')[1]
-  if (payload === undefined) return null
-  try {
-    const c = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Partial<Claims>
-    if (typeof c.tid !== 'string' || typeof c.uid !== 'string' || typeof c.exp !== 'number') return null
-    return { tid: c.tid, uid: c.uid, usn: typeof c.usn === 'string' ? c.usn : '', exp: c.exp }
-  } catch {
-    return null
-  }
+  const c = decodeJsonPart(token.split('.')[1])
+  if (!c || typeof c.tid !== 'string' || typeof c.uid !== 'string' || typeof c.exp !== 'number') return null
+  return { tid: c.tid, uid: c.uid, usn: typeof c.usn === 'string' ? c.usn : '', exp: c.exp }
 }
 
 /** Nakama's Session answer ({token, refresh_token}, `created` absent when false) as a BackendSession. */

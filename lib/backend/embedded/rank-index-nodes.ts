@@ -1,4 +1,4 @@
-// The nodes of the counted B+ tree behind lib/rank-index.ts, and the helpers that keep their
+// The nodes of the counted B+ tree behind lib/backend/embedded/rank-index.ts, and the helpers that keep their
 // counts and first keys right.
 
 // Node widths: a leaf of 64 keys or an inner node of 64 children is a few cache lines of pointers,

@@ -1,4 +1,4 @@
-import type { RankKey } from './leaderboard.js'
+import type { RankKey } from '../../leaderboard.js'
 import { BUILD_WIDTH, MAX_WIDTH, firstOf, newInner, newLeaf, sizeOf, updateFirst, type Inner, type Leaf, type Node, type Slot } from './rank-index-nodes.js'
 
 /** One entry of a page with its 1-based rank. */

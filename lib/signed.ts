@@ -1,0 +1,31 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+
+// What the game-backend tokens (HS256 JWTs) and the terminal tickets share: base64url JSON parts
+// and an HMAC-SHA256 signature checked against every key of a rotation.
+
+/** The HMAC-SHA256 of `data` under `key`. */
+export function hmac(key: string, data: string): Buffer {
+  return createHmac('sha256', key).update(data).digest()
+}
+
+/** Whether `mac` is the HMAC-SHA256 of `data` under one of `keys` (while a key is rotated out, all verify). */
+export function signedByOneOf(keys: readonly string[], data: string, mac: Buffer): boolean {
+  return keys.some((key) => {
+    const expected = hmac(key, data)
+    return expected.length === mac.length && timingSafeEqual(expected, mac)
+  })
+}
+
+/**
+ * A base64url JSON part (a JWT's header or payload, a ticket's claims) as an object; null when it
+ * is missing, no JSON or no object. It reads; checking the signature is the caller's job.
+ */
+export function decodeJsonPart(part: string | undefined): Record<string, unknown> | null {
+  if (part === undefined) return null
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}

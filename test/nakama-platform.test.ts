@@ -53,6 +53,26 @@ t.test('a session signed in on one instance works on the other, with Nakama toke
   t.match(await account.json(), { user: { id, username: name('roam') } })
 })
 
+t.test('the sessions of an account deleted in Nakama are over: 401 NO_SESSION for every route that needs one', onFake, async (t) => {
+  const { client, id } = await register(a, name('gone'))
+  t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 5 })).status, 200)
+  fake!.state.users.delete(id)
+  // An answer "still active" is trusted for a second.
+  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  // Each with the cookie as it was (a 401 clears the cookie of the client that got it).
+  for (const [label, res] of [
+    ['submit', await on(a, client).post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 9 })],
+    ['launch', await on(a, client).post('/api/games/fixture-native/launch')],
+    ['backend token', await on(a, client).get('/api/auth/backend-token')],
+    ['session', await on(a, client).get('/api/auth/session')],
+  ] as const) {
+    t.equal(res.status, 401, `${label}: 401`)
+    t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' }, `${label}: body`)
+  }
+  const board = await json(await new Client(a.url).get('/api/leaderboards/fx-best-desc?limit=100'))
+  t.same(board.records.filter((r: { owner_id: string }) => r.owner_id === id).map((r: { score: number }) => r.score), [5], 'no score written after the deletion')
+})
+
 t.test('the rename limit holds across instances; the next token carries the new name', async (t) => {
   const { client, id } = await register(a, name('lim'))
   const accepted: number[] = []
@@ -306,6 +326,35 @@ t.test('start-up: a refused key, a Nakama without the module, or a URL that is n
   const users = await usersCommand({ ...nakamaEnv(refusing), NAKAMA_HTTP_KEY: 'defaulthttpkey' }, 'list')
   t.same({ code: users.code, stderr: users.stderr }, { code: 2, stderr: `config: ${cases[1]![2]}\n` }, 'users too')
   t.equal(refusing.state.users.size, 0, 'the server-key check never creates an account')
+})
+
+t.test('Nakama refusing a login for its own reasons (429) is 503, never INVALID_CREDENTIALS, and no failed sign-in; a guest whose names are all called taken gets 503', onFake, async (t) => {
+  const own = await startFakeNakama()
+  t.teardown(() => own.close())
+  const p = await startPlatform({ env: { ...env, ...nakamaEnv(own) } })
+  t.teardown(() => p.stop())
+  await register(p, name('busy'))
+  own.intercept = (_method, route) => (route === '/v2/account/authenticate/email' ? { status: 429, code: 8, message: 'Too many requests.' } : undefined)
+  for (let i = 0; i < 12; i++) {
+    const res = await new Client(p.url).post('/api/auth/login', { username: name('busy'), password: 'correct horse' })
+    t.equal(res.status, 503, `login ${i + 1}: 503`)
+    t.same(await res.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
+  }
+  t.match(p.logs.find((l) => l.event === 'nakama.refused'), { request: 'login', status: 429, problem: 'Too many requests.' })
+  own.intercept = null
+  t.equal((await new Client(p.url).post('/api/auth/login', { username: name('busy'), password: 'correct horse' })).status, 200, 'none of them counted as a failed sign-in')
+  const wrong = await new Client(p.url).post('/api/auth/login', { username: name('busy'), password: 'wrong horse' })
+  t.equal(wrong.status, 401, 'a wrong password is still INVALID_CREDENTIALS')
+
+  own.intercept = (_method, route) => (route === '/v2/account/authenticate/custom' ? { status: 409, code: 6, message: 'Username is already in use.' } : undefined)
+  const before = own.calls.get('POST /v2/account/authenticate/custom') ?? 0
+  const guest = await new Client(p.url).post('/api/auth/guest')
+  t.equal(guest.status, 503)
+  t.same(await guest.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal((own.calls.get('POST /v2/account/authenticate/custom') ?? 0) - before, 5, 'five names drawn, then it stops')
+  own.intercept = null
+  t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
 })
 
 t.test("at run time, a refused key or a missing module is 503 for users, logged with its cause, and no failed sign-in", onFake, async (t) => {

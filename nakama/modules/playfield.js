@@ -504,7 +504,9 @@ function rpcSessionRevoked(ctx, logger, nk, payload) {
   // A record in the user's own namespace is an older module's (or the user's own doing, which can
   // only end their own session): still a revocation.
   var revoked = (record !== null && record.value.userId === p.userId) || readObject(nk, REVOKED, String(p.tid), p.userId) !== null;
-  return JSON.stringify({ revoked: revoked });
+  // The sessions of an account deleted since (in the console) are over too: its scores would go on
+  // being written under a name someone else may register now.
+  return JSON.stringify({ revoked: revoked || userById(nk, p.userId) === null });
 }
 
 // ---- hooks --------------------------------------------------------------------------------------

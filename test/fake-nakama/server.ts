@@ -20,7 +20,8 @@ export interface FakeNakamaOptions {
 }
 
 /** What a test may do to a request before it is served. */
-export type Intercept = 'drop' | 'hang' | 'fail' | undefined
+/** What an intercepted request gets: no answer, none ever, a 500, or the given error (gateway body, nakama-api.md §1.0). */
+export type Intercept = 'drop' | 'hang' | 'fail' | { status: number; code: number; message: string } | undefined
 
 /** A running fake: its URL, its database, and switches to take it down and bring it back. */
 export interface FakeNakama {
@@ -181,9 +182,10 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
         return res.end()
       }
       const headers = { ...crossOrigin.headers, 'cache-control': 'no-store, no-cache, must-revalidate' }
-      if (action === 'fail') {
-        res.writeHead(500, { ...headers, 'content-type': 'application/json' })
-        return res.end(JSON.stringify({ code: 13, message: 'Internal error.' }))
+      if (action === 'fail' || typeof action === 'object') {
+        const { status, code, message } = action === 'fail' ? { status: 500, code: 13, message: 'Internal error.' } : action
+        res.writeHead(status, { ...headers, 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ code, message }))
       }
       const call: Call = { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body: Buffer.concat(chunks).toString(), contentType: req.headers['content-type'] }
       try {

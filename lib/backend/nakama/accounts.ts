@@ -4,7 +4,7 @@ import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession } from './claims.js'
-import { NakamaError, type NakamaClient } from './client.js'
+import { backendUnavailable, NakamaError, type NakamaClient } from './client.js'
 import { Revocations } from './revocations.js'
 
 /** Synthetic e-mail domain: Nakama's username+password sign-in needs an e-mail account behind it. */
@@ -13,6 +13,13 @@ const EMAIL_DOMAIN = 'users.playfield.invalid'
 const MAX_KEY = 128
 /** A session token this close to its expiry may have expired by the time Nakama reads it. */
 const TOKEN_SKEW_MS = 5_000
+/**
+ * Guest names are drawn from 2^32: this many clashes in a row mean Nakama calls every name taken
+ * (a proxy or a hook answering for it), and drawing again would go on without end.
+ */
+const GUEST_NAME_ATTEMPTS = 5
+/** Nakama's answers to a login that are about the name or password: 400 refused as malformed, 401 wrong password, 403 banned, 404 unknown name. */
+const CREDENTIAL_REFUSALS = new Set([400, 401, 403, 404])
 
 /**
  * The password Nakama stores (bcrypt, inside Nakama): a SHA-256 of the user's password. Nakama
@@ -61,7 +68,7 @@ export class NakamaAccounts implements AccountPart {
 
   /** A custom-id account named like the embedded backend's guests; a name collision draws again. */
   async authenticateGuest(): Promise<BackendSession> {
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       try {
         const body = await this.client.request('POST', '/v2/account/authenticate/custom', {
           query: { create: 'true', username: `guest-${randomBytes(4).toString('hex')}` },
@@ -71,6 +78,10 @@ export class NakamaAccounts implements AccountPart {
         return checkLifetime(toBackendSession(body), this.now())
       } catch (err) {
         if (!isTaken(err)) throw err
+        if (attempt === GUEST_NAME_ATTEMPTS) {
+          logLine({ event: 'nakama.refused', request: 'guest', status: (err as NakamaError).status, problem: `${GUEST_NAME_ATTEMPTS} random guest names in a row were called taken` })
+          throw backendUnavailable()
+        }
       }
     }
   }
@@ -96,9 +107,13 @@ export class NakamaAccounts implements AccountPart {
       })
       return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
-      // 404 unknown name, 401 wrong password, 403 banned, 400 malformed: one answer for all.
-      if (err instanceof NakamaError) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
-      throw err
+      if (!(err instanceof NakamaError)) throw err
+      // One answer for all, which says nothing of which it was.
+      if (CREDENTIAL_REFUSALS.has(err.status)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+      // Anything else (429 from an overloaded Nakama, a proxy's 413) says nothing of the password:
+      // the user may try again, and it is not counted as a failed sign-in.
+      logLine({ event: 'nakama.refused', request: 'login', status: err.status, problem: err.message })
+      throw backendUnavailable()
     }
   }
 

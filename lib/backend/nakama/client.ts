@@ -65,7 +65,7 @@ const DEFAULT_TIMEOUT_MS = 5_000
 const RETRY_DELAY_MS = 150
 
 /** The contract's answer whenever Nakama cannot be reached or fails on its side (CONTRACT §4). */
-function backendUnavailable(): HttpError {
+export function backendUnavailable(): HttpError {
   return new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
 }
 

@@ -56,6 +56,13 @@ t.test('authenticate: server key, query-parameter create and username, error bod
   t.equal(res.status, 404)
   res = await post(fake, '/v2/account/authenticate/email', { email: 'a@b.example', password: 'short' }, basic(fake.serverKey))
   t.same(await res.json(), { code: 3, message: 'Password must be at least 8 characters long.' })
+  res = await post(fake, '/v2/account/authenticate/email', { email: 'é@b.example', password: 'ééééé' }, basic(fake.serverKey))
+  t.equal(res.status, 200, 'lengths are bytes (Go), not characters: 10 and 10 bytes pass')
+  res = await post(fake, '/v2/account/authenticate/custom?username=a%0Ab', { id: 'custom-0001' }, basic(fake.serverKey))
+  t.equal(res.status, 400, 'a given username is checked before the id is looked up, even for an existing id')
+  t.same(await res.json(), { code: 3, message: 'Username invalid, no spaces or control characters allowed.' })
+  res = await post(fake, `/v2/account/authenticate/email?create=false&username=${'n'.repeat(129)}`, { password: 'whatever1' }, basic(fake.serverKey))
+  t.equal(res.status, 400, 'a login name past 128 bytes: 400, not 404')
 })
 
 t.test('logout checks every token it is given, as Nakama does: an expired or foreign one fails the whole call', async (t) => {

@@ -5,7 +5,7 @@ import { invokeBeforeHook, invokeRpc, type Runtime } from './runtime.js'
 import { signToken, verifyToken, type Claims } from './jwt.js'
 import { parseKeepingNumbers, stringField, stringMap } from './json.js'
 import { ACCOUNT_FIELDS, accountUpdate, fitsColumns, type AccountUpdate } from './rest-account.js'
-import type { FakeState, User } from './state.js'
+import { checkUsername, type FakeState, type User } from './state.js'
 
 /** Session settings (nakama-api.md §2 names them). */
 export interface SessionConfig {
@@ -63,6 +63,7 @@ export class Api {
 
   authenticateCustom(call: Call): Answer {
     const account = parseKeepingNumbers(call.body)
+    checkGivenUsername(call.query)
     const id = stringField(account, 'id') ?? ''
     if (id === '') throw new FakeError(3, 'Custom ID is required.')
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
@@ -77,6 +78,7 @@ export class Api {
   /** AuthenticateDevice: the id lives in user_device, one row per device (nakama-api.md §1.1). */
   authenticateDevice(call: Call): Answer {
     const account = parseKeepingNumbers(call.body)
+    checkGivenUsername(call.query)
     const id = stringField(account, 'id') ?? ''
     if (id === '') throw new FakeError(3, 'Device ID is required.')
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Device ID invalid, no spaces or control characters allowed.')
@@ -90,14 +92,16 @@ export class Api {
 
   authenticateEmail(call: Call): Answer {
     const account = parseKeepingNumbers(call.body)
+    checkGivenUsername(call.query)
     const email = stringField(account, 'email') ?? ''
     const password = stringField(account, 'password') ?? ''
     if (email !== '') {
       if (/[\s\u0000-\u001f]/.test(email)) throw new FakeError(3, 'Invalid email address, no spaces or control characters allowed.')
       if (!EMAIL.test(email)) throw new FakeError(3, 'Invalid email address format.')
-      if (email.length < 10 || email.length > 255) throw new FakeError(3, 'Invalid email address, must be 10-255 bytes.')
+      if (Buffer.byteLength(email) < 10 || Buffer.byteLength(email) > 255) throw new FakeError(3, 'Invalid email address, must be 10-255 bytes.')
     }
-    if (password.length < 8) throw new FakeError(3, 'Password must be at least 8 characters long.')
+    // Go's len: bytes, whatever the message says.
+    if (Buffer.byteLength(password) < 8) throw new FakeError(3, 'Password must be at least 8 characters long.')
     const username = call.query.get('username') ?? ''
     const hash = createHash('sha256').update(password).digest('hex')
     if (email === '') {
@@ -242,4 +246,10 @@ export class Api {
     if (unwrap) return { raw: out, contentType: call.contentType ?? 'text/plain' }
     return { json: { payload: out } }
   }
+}
+
+/** A `username` given to an authenticate call is checked before any lookup (nakama-api.md §1.1); an empty one means none. */
+function checkGivenUsername(query: URLSearchParams): void {
+  const username = query.get('username')
+  if (username) checkUsername(username)
 }

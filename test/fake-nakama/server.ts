@@ -19,8 +19,7 @@ export interface FakeNakamaOptions {
   module?: string | null
 }
 
-/** What a test may do to a request before it is served. */
-/** What an intercepted request gets: no answer, none ever, a 500, or the given error (gateway body, nakama-api.md §1.0). */
+/** What a test may do to a request before it is served: no answer, none ever, a 500, or the given error (gateway body, nakama-api.md §1.0). */
 export type Intercept = 'drop' | 'hang' | 'fail' | { status: number; code: number; message: string } | undefined
 
 /** A running fake: its URL, its database, and switches to take it down and bring it back. */
@@ -66,7 +65,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
   const state = new FakeState(flavour, options.now ?? Date.now)
   const session: SessionConfig = {
     encryptionKey: 'fake-encryption-key', refreshEncryptionKey: 'fake-refresh-encryption-key',
-    tokenExpirySec: 7200, refreshTokenExpirySec: 2_592_000, ...options.session,
+    tokenExpirySec: 3600, refreshTokenExpirySec: 2_592_000, ...options.session,
   }
   const runtime = loadRuntime(state, options.module, session)
   const api = new Api(state, runtime, session)

@@ -15,6 +15,7 @@ import { randomBytes, scrypt } from 'node:crypto'
 import { mkdtempSync, openSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { COST } from '../lib/backend/embedded/passwords.js'
 import { freePort, PLATFORM_JS, ROOT } from '../test/helpers/platform.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30)
@@ -40,7 +41,7 @@ async function timed(run: () => Promise<Response>, expect: number): Promise<numb
 function scryptOnce(): Promise<number> {
   const started = performance.now()
   return new Promise((resolve, reject) =>
-    scrypt('correct horse', randomBytes(16), 32, { N: 16_384, r: 8, p: 1, maxmem: 64 << 20 }, (err) =>
+    scrypt('correct horse', randomBytes(16), 32, { ...COST, maxmem: 64 << 20 }, (err) =>
       err ? reject(err) : resolve(performance.now() - started),
     ),
   )

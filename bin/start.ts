@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { passwdEntry } from '../lib/bridge/account.js'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -32,21 +32,13 @@ function stop(): void {
 /** The account `npm start` lends shells when run as root without TERMINAL_USER (.ci/run and the Deploy steps create it). */
 const DEV_SHELL_ACCOUNT = 'playfield-shell'
 
-function accountExists(name: string): boolean {
-  try {
-    return readFileSync('/etc/passwd', 'utf8').split('\n').some((line) => line.startsWith(`${name}:`))
-  } catch {
-    return false
-  }
-}
-
 // As bin/platform does: the SIGHUP handler first, before node loads the rest.
 run('platform', 'platform.js', ['--import', path.join(here, '../lib/platform/reload-signal.js')])
 // A root bridge needs an unprivileged TERMINAL_USER (CONTRACT §6) and refuses to start without
 // one. For a local try-out as root, lend shells the playfield-shell account when it exists;
 // otherwise run the platform alone (the terminal answers 502) and say how to get the terminal.
 const root = process.getuid?.() === 0
-if (root && !process.env.TERMINAL_USER && accountExists(DEV_SHELL_ACCOUNT)) process.env.TERMINAL_USER = DEV_SHELL_ACCOUNT
+if (root && !process.env.TERMINAL_USER && passwdEntry(DEV_SHELL_ACCOUNT) !== null) process.env.TERMINAL_USER = DEV_SHELL_ACCOUNT
 if (root && !process.env.TERMINAL_USER) {
   process.stderr.write(
     `start: terminal bridge not started: as root it needs TERMINAL_USER=<unprivileged account> ` +

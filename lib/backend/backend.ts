@@ -1,3 +1,4 @@
+import type { Operator, SortOrder } from '../leaderboard.js'
 import type { Rule } from '../limiter.js'
 
 /** CONTRACT §3: a backend token is answered with at least this long to live. */
@@ -116,8 +117,8 @@ export interface Launch {
 /** A leaderboard as the catalogue resolves it (CONTRACT §5). */
 export interface LeaderboardConfig {
   id: string
-  operator: 'best' | 'set' | 'incr'
-  sortOrder: 'desc' | 'asc'
+  operator: Operator
+  sortOrder: SortOrder
   resetSchedule: string | null
   authoritative: boolean
 }

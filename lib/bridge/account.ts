@@ -11,8 +11,8 @@ export interface ShellAccount {
   home: string
 }
 
-/** The passwd entry of `name`, from /etc/passwd. */
-function passwdEntry(name: string): { uid: number; gid: number; home: string } | null {
+/** The passwd entry of `name`, from /etc/passwd; null when there is none. */
+export function passwdEntry(name: string): { uid: number; gid: number; home: string } | null {
   for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
     const fields = line.split(':')
     if (fields[0] === name && fields.length >= 7) return { uid: Number(fields[2]), gid: Number(fields[3]), home: fields[5]! }

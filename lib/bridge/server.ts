@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
+import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { parseTarget } from '../http/target.js'
 import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
@@ -47,15 +48,6 @@ const ERRORS: Record<number, [error: string, code: string]> = {
   405: ['method not allowed', 'METHOD_NOT_ALLOWED'],
 }
 
-/** Refuse an upgrade on the raw socket, as ws's abortHandshake does; nothing is spawned. */
-function refuse(socket: Duplex, status: number, message: string): void {
-  socket.once('finish', () => socket.destroy())
-  socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
-  )
-}
-
 /** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
 export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
   // The process's start, not this call's: `npm start` starts the platform beside the bridge, and a
@@ -94,7 +86,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     const deny = (status: number, reason: string, user?: string): void => {
       const origin = req.headers.origin === undefined ? null : req.headers.origin.slice(0, 200)
       log({ event: 'terminal.refused', status, reason, ...(user === undefined ? {} : { user }), origin })
-      refuse(socket, status, reason)
+      refuseUpgrade(socket, status, reason)
     }
     const target = req.url ?? '/'
     const url = parseTarget(target)

@@ -1,3 +1,4 @@
+import { noneMatchHits } from '../http/etag.js'
 import type { Representation, Variant } from './serialize.js'
 
 // Preference among equal q-values: smallest bytes first.
@@ -49,17 +50,9 @@ function choose(accept: string): Coding {
 }
 
 /**
- * True when If-None-Match names the representation: `*`, or any listed tag (W/ or not: the
- * comparison is weak, RFC 9110 §13.1.2) equal to the tag of any of its encodings, which all stand
- * for the same content.
+ * True when If-None-Match names the representation: the tag of any of its encodings, which all
+ * stand for the same content.
  */
 export function notModified(rep: Representation, ifNoneMatch: string | undefined): boolean {
-  if (ifNoneMatch === undefined) return false
-  for (const raw of ifNoneMatch.split(',')) {
-    const tag = raw.trim()
-    if (tag === '*') return true
-    const opaque = tag.startsWith('W/') ? tag.slice(2) : tag
-    if (opaque.length >= 2 && opaque.startsWith('"') && opaque.endsWith('"') && rep.tags.has(opaque.slice(1, -1))) return true
-  }
-  return false
+  return noneMatchHits(ifNoneMatch, rep.tags)
 }

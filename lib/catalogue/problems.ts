@@ -1,4 +1,5 @@
 import type { TSchema, Validator } from '../typebox.js'
+import { oneLine } from '../http/log.js'
 import { PATTERN_TEXT } from './manifest.js'
 
 /** One catalogue problem; printed as `<file>: <JSON path>: <what is wrong>` (CONTRACT §5). */
@@ -8,13 +9,9 @@ export interface Problem {
   message: string
 }
 
-/** Line breaks and other control characters, which a file name or a key may hold. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
-const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
-
 /** The problem as its one printed line: control characters in it are escaped, so it stays one line. */
 export function formatProblem(p: Problem): string {
-  return `${p.file}: ${p.path}: ${p.message}`.replace(CONTROL, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return oneLine(`${p.file}: ${p.path}: ${p.message}`)
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/

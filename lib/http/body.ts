@@ -92,7 +92,7 @@ function withoutEmptyParameters(header: string): string {
   return header.split(';').filter((part, i) => i === 0 || part.trim() !== '').join(';')
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true })
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Read a JSON body. An empty body gives `undefined` when `optional`; otherwise the body must be
@@ -119,7 +119,7 @@ export async function readJson(req: IncomingMessage, optional = false, exactNumb
   raw ??= await readRaw(req)
   let text: string
   try {
-    text = utf8.decode(raw)
+    text = UTF8.decode(raw)
   } catch {
     throw new HttpError(400, 'INVALID_JSON', 'body is not valid UTF-8')
   }

@@ -1,8 +1,11 @@
 import type { ServerResponse } from 'node:http'
 import { HttpError } from './errors.js'
 
+/** For answers about one user (sessions, tokens, tickets): never kept by a cache. */
+export const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'cache-control': 'no-store' })
+
 /** Send `data` as JSON with the given status. */
-export function json(res: ServerResponse, status: number, data: unknown, headers: Record<string, string> = {}): void {
+export function json(res: ServerResponse, status: number, data: unknown, headers: Readonly<Record<string, string>> = {}): void {
   const body = JSON.stringify(data)
   res.writeHead(status, {
     ...headers,
@@ -13,7 +16,7 @@ export function json(res: ServerResponse, status: number, data: unknown, headers
 }
 
 /** Send an HTML page (pages answer HTML, CONTRACT §4). */
-export function html(res: ServerResponse, status: number, page: string, headers: Record<string, string> = {}): void {
+export function html(res: ServerResponse, status: number, page: string, headers: Readonly<Record<string, string>> = {}): void {
   res.writeHead(status, {
     ...headers,
     'content-type': 'text/html; charset=utf-8',

@@ -1,7 +1,8 @@
 import { MIN_TOKEN_LIFE_MS, type BackendSession } from '../backend/backend.js'
 import { check, readIgnoredBody, readJson } from '../http/body.js'
 import { HttpError, rateLimited } from '../http/errors.js'
-import { json } from '../http/reply.js'
+import { invalidCredentials } from '../backend/refusals.js'
+import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
 import { isPasswordText, LoginBody, RegisterBody } from './schemas.js'
@@ -21,7 +22,6 @@ function nfcPassword(body: unknown): unknown {
 }
 
 // Sessions and tokens are per user: no cache may keep them.
-const NO_STORE = { 'cache-control': 'no-store' }
 
 /** Sign-in, sign-out, the session and the game-backend token (CONTRACT §2, §3; spec 2.6, 5). */
 export function authRoutes(router: Router, app: App): void {
@@ -76,7 +76,7 @@ export function authRoutes(router: Router, app: App): void {
     const { username, password } = check(LoginBody, nfcPassword(await readJson(ctx.req)))
     await signIn(ctx, async () => {
       // No account can have such a password (register refuses it): a wrong credential, counted.
-      if (!isPasswordText(password)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+      if (!isPasswordText(password)) throw invalidCredentials()
       return app.backend.login(username, password)
     }, 'login')
   })

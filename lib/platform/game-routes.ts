@@ -1,5 +1,5 @@
 import type { Router, RouteContext } from '../http/router.js'
-import { HttpError } from '../http/errors.js'
+import { gameNotFound } from '../backend/refusals.js'
 import type { Representation } from '../catalogue/serialize.js'
 import { notModified, pickVariant } from '../catalogue/negotiate.js'
 import type { App } from './app.js'
@@ -22,7 +22,7 @@ export function gameRoutes(router: Router, app: App): void {
     const id = ctx.params.id!
     const now = app.now()
     const rep = app.catalogue().detail(id, now)
-    if (rep === undefined) throw new HttpError(404, 'GAME_NOT_FOUND', `no game ${JSON.stringify(id)}`)
+    if (rep === undefined) throw gameNotFound(id)
     send(ctx, rep, () => now)
   })
 }

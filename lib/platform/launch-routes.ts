@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { readIgnoredBody } from '../http/body.js'
-import { HttpError } from '../http/errors.js'
-import { json } from '../http/reply.js'
+import { gameNotFound } from '../backend/refusals.js'
+import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import type { App } from './app.js'
 
@@ -12,11 +12,11 @@ export function launchRoutes(router: Router, app: App): void {
     // Body empty or a JSON object whose keys are ignored; any other JSON is 400.
     await readIgnoredBody(ctx.req)
     const game = app.catalogue().games.get(ctx.params.id!)
-    if (!game) throw new HttpError(404, 'GAME_NOT_FOUND', `no game "${ctx.params.id}"`)
+    if (!game) throw gameNotFound(ctx.params.id!)
     const sessionId = randomUUID()
     await app.backend.recordLaunch({ sessionId, gameId: game.id, userId: user.id, time: app.now() })
     const session = { id: sessionId, gameId: game.id, playUrl: withSession(game.playUrl, sessionId) }
-    json(ctx.res, 200, { success: true, session }, { 'cache-control': 'no-store' })
+    json(ctx.res, 200, { success: true, session }, NO_STORE)
   })
 }
 

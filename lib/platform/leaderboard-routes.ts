@@ -1,6 +1,7 @@
 import { check, readBody } from '../http/body.js'
 import { HttpError, rateLimited } from '../http/errors.js'
-import { json } from '../http/reply.js'
+import { leaderboardNotFound } from '../backend/refusals.js'
+import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import { MemoryLimiter, type Rule } from '../limiter.js'
 import type { LeaderboardRecord } from '../backend/backend.js'
@@ -14,7 +15,6 @@ const MAX_METADATA_BYTES = 2048
 // Deeper metadata is refused whatever its size, so a deep body never reaches the recursive JSON.stringify.
 const MAX_METADATA_DEPTH = 32
 const DEFAULT_LIMIT = 20
-const NO_STORE = { 'cache-control': 'no-store' }
 
 /** `POST /api/leaderboards/submit` and `GET /api/leaderboards/{id}` (spec 2.5, CONTRACT §3). */
 export function leaderboardRoutes(router: Router, app: App): void {
@@ -48,7 +48,7 @@ export function leaderboardRoutes(router: Router, app: App): void {
 
 /** Only boards the catalogue declares now are served; a disabled game declares none (404). */
 function requireBoard(app: App, id: string): void {
-  if (!app.catalogue().leaderboards.has(id)) throw new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard ${JSON.stringify(id.length > 128 ? `${id.slice(0, 128)}…` : id)}`)
+  if (!app.catalogue().leaderboards.has(id)) throw leaderboardNotFound(id)
 }
 
 function param(ctx: RouteContext, name: string): string | undefined {

@@ -4,6 +4,8 @@ import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import type { Router } from '../http/router.js'
 import { HttpError } from '../http/errors.js'
+import { noneMatchHits } from '../http/etag.js'
+import { gameNotFound } from '../backend/refusals.js'
 import type { App } from './app.js'
 
 const TYPES: Record<string, string> = {
@@ -43,7 +45,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
     if (asset !== 'image' && asset !== 'metadata') {
       throw new HttpError(400, 'VALIDATION_FAILED', 'asset must be "image" or "metadata"', [{ path: '/asset', message: 'must be "image" or "metadata"' }])
     }
-    if (!app.catalogue().games.has(id)) throw new HttpError(404, 'GAME_NOT_FOUND', `no game ${JSON.stringify(id)}`)
+    if (!app.catalogue().games.has(id)) throw gameNotFound(id)
     const found = await captureFile(root, id, asset === 'image' ? 'latest.png' : 'latest.json')
     if (!found) throw new HttpError(404, 'NOT_FOUND', `no capture of ${JSON.stringify(id)} yet`)
     await sendFile(ctx.req, ctx.res, found.full, found.info)
@@ -62,13 +64,12 @@ async function captureFile(root: string, id: string, file: string): Promise<{ fu
 /** A file with a weak ETag (304 on If-None-Match), a minute of caching, its type, and no body for HEAD. */
 async function sendFile(req: IncomingMessage, res: ServerResponse, full: string, info: Stats): Promise<void> {
   // Weak: size and mtime say "same file", not "same bytes".
-  const etag = `W/"${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}"`
-  res.setHeader('etag', etag)
+  const tag = `${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}`
+  res.setHeader('etag', `W/"${tag}"`)
   // latest.png is replaced in place by each capture; clients revalidate after a minute.
   res.setHeader('cache-control', 'public, max-age=60, must-revalidate')
   res.setHeader('x-content-type-options', 'nosniff')
-  const inm = req.headers['if-none-match']
-  if (inm !== undefined && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag.slice(2))) {
+  if (noneMatchHits(req.headers['if-none-match'], new Set([tag]))) {
     res.writeHead(304).end()
     return
   }

@@ -1,9 +1,9 @@
 import type http from 'node:http'
-import { STATUS_CODES } from 'node:http'
 import net from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { PlatformConfig } from '../config.js'
 import { afterResponses } from '../http/pending.js'
+import { refuseUpgrade } from '../http/refuse-upgrade.js'
 
 /** The public prefix the bridge is reached under (spec terminal-bridge §1). */
 const PREFIX = '/terminal-ws/'
@@ -11,13 +11,6 @@ const PREFIX = '/terminal-ws/'
 const CONNECT_TIMEOUT_MS = 5_000
 /** After one side has closed, the other gets this long to close its end before it is cut. */
 const CLOSE_GRACE_MS = 5_000
-
-/** The upgrade cannot be forwarded: the bridge is down (or does not answer the connect). */
-function refuseUnavailable(socket: Duplex): void {
-  const message = 'terminal bridge unavailable'
-  socket.once('finish', () => socket.destroy())
-  socket.end(`HTTP/1.1 502 ${STATUS_CODES[502]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`)
-}
 
 /**
  * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
@@ -54,7 +47,7 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
   let connected = false
   // Once connected, an error closes upstream, and the close below ends the client's side.
-  upstream.on('error', () => connected || refuseUnavailable(socket))
+  upstream.on('error', () => connected || refuseUpgrade(socket, 502, 'terminal bridge unavailable'))
   upstream.once('connect', () => {
     connected = true
     upstream.setTimeout(0)

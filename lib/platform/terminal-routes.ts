@@ -5,7 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readIgnoredBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
-import { escapeHtml, html, json } from '../http/reply.js'
+import { escapeHtml, html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
 import { mintTicket } from '../ticket.js'
@@ -123,7 +123,7 @@ export function terminalRoutes(router: Router, app: App): void {
       throw gate.status === 401 ? new HttpError(401, 'NO_SESSION', 'sign in first') : new HttpError(403, 'FORBIDDEN', 'developer access required')
     }
     const { ticket, claims } = mintTicket(ticketKeys, gate.user, app.now())
-    json(ctx.res, 200, { success: true, ticket, expiresAt: new Date(claims.expiresAt).toISOString() }, { 'cache-control': 'no-store' })
+    json(ctx.res, 200, { success: true, ticket, expiresAt: new Date(claims.expiresAt).toISOString() }, NO_STORE)
   })
 
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {

@@ -1,7 +1,7 @@
 import { readBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
 import { logLine } from '../http/log.js'
-import { json } from '../http/reply.js'
+import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
@@ -28,7 +28,7 @@ export function userRoutes(router: Router, app: App): void {
       })
       if (renamed) cookie.write(ctx, renamed, app.now())
     }
-    json(ctx.res, 200, { success: true, username: account.username }, { 'cache-control': 'no-store' })
+    json(ctx.res, 200, { success: true, username: account.username }, NO_STORE)
   })
 }
 

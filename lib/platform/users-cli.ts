@@ -2,6 +2,7 @@ import { ConfigError } from '../config-error.js'
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import type { Account, Backend } from '../backend/backend.js'
+import { oneLine } from '../http/log.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -49,9 +50,4 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
 
 function line(account: Account): string {
   return `${account.username}\t${account.id}\t${account.roles.join(',') || '-'}\n`
-}
-
-/** `text` with its control characters escaped, so a name typed with a newline stays on the one line. */
-function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

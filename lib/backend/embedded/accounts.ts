@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
-import { HttpError, rateLimited } from '../../http/errors.js'
+import { HttpError } from '../../http/errors.js'
+import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.js'
 import type { Rule } from '../../limiter.js'
 import { loadSecret } from '../../secrets.js'
 import type { Account, AccountPart, BackendSession } from '../backend.js'
@@ -81,17 +82,17 @@ export class AccountStore implements AccountPart {
   }
 
   async register(username: string, password: string): Promise<BackendSession> {
-    if (this.#byName(username)) throw taken(username)
+    if (this.#byName(username)) throw usernameTaken(username)
     const account = this.#insert(username, await hashPassword(password))
     // Someone took the name while the hash was computed.
-    if (!account) throw taken(username)
+    if (!account) throw usernameTaken(username)
     return this.#sessions.issue(account)
   }
 
   async login(username: string, password: string): Promise<BackendSession> {
     const row = this.#byName(username)
     const ok = row?.password_hash ? await verifyPassword(password, row.password_hash) : await verifyNothing(password)
-    if (!row || !ok) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+    if (!row || !ok) throw invalidCredentials()
     return this.#sessions.issue(row)
   }
 
@@ -129,9 +130,9 @@ export class AccountStore implements AccountPart {
       // The same name, same case: nothing changes, so nothing is spent.
       if (row.username === username) return this.#account(row)
       const holder = this.#byName(username)
-      if (holder && holder.id !== userId) throw taken(username)
+      if (holder && holder.id !== userId) throw usernameTaken(username)
       const { allowed, waitMs } = this.#buckets.takeInTransaction(`rename:${userId}`, rule, now)
-      if (!allowed) throw rateLimited('too many username changes', waitMs)
+      if (!allowed) throw tooManyRenames(waitMs)
       this.#sql('UPDATE accounts SET username = ?, updated_at = ? WHERE id = ?').run(username, now, userId)
       committed = this.onRenamed(userId, username)
       return this.#account({ ...row, username })
@@ -214,6 +215,3 @@ export class AccountStore implements AccountPart {
   }
 }
 
-function taken(username: string): HttpError {
-  return new HttpError(409, 'USERNAME_TAKEN', `username "${username}" is taken`)
-}

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { Migration } from './db.js'
-import { overflow } from '../overflow.js'
+import { leaderboardNotFound, overflow } from '../refusals.js'
 import { HttpError } from '../../http/errors.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
 import { RankIndex } from './rank-index.js'
@@ -158,7 +158,7 @@ export class LeaderboardStore implements LeaderboardPart {
 
   #board(id: string): Board {
     const board = this.#boards.get(id)
-    if (!board) throw new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard "${id}"`)
+    if (!board) throw leaderboardNotFound(id)
     return board
   }
 

@@ -2,8 +2,8 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 
 // scrypt cost: N=2^14, r=8, p=1 (16 MiB, about 60 ms on this project's 2-core CI machine).
 // N=2^15 doubled that; a sign-in should stay well under a quarter second with 20 in flight.
-// The parameters are stored in each hash, so raising them later keeps old hashes working.
-const COST = { N: 16_384, r: 8, p: 1 } as const
+/** scrypt's cost. The parameters are stored in each hash, so raising them later keeps old hashes working. */
+export const COST = { N: 16_384, r: 8, p: 1 } as const
 const SALT_BYTES = 16
 const KEY_BYTES = 32
 

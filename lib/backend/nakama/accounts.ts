@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { HttpError, rateLimited } from '../../http/errors.js'
+import { HttpError } from '../../http/errors.js'
+import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.js'
 import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
@@ -33,10 +34,6 @@ function nakamaPassword(password: string): string {
 function isTaken(err: unknown): boolean {
   // 409/6 at authenticate; 400/3 (message wrapped from v3.37) at PUT /v2/account (nakama-api.md §1.5).
   return err instanceof NakamaError && (err.status === 400 || err.status === 409) && err.message.includes('Username is already in use')
-}
-
-function taken(username: string): HttpError {
-  return new HttpError(409, 'USERNAME_TAKEN', `the username "${username}" is taken`)
 }
 
 /** Said once per process: every token Nakama issues lives as long, so once is enough. */
@@ -95,7 +92,7 @@ export class NakamaAccounts implements AccountPart {
       })
       return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
-      throw isTaken(err) ? taken(username) : err
+      throw isTaken(err) ? usernameTaken(username) : err
     }
   }
 
@@ -109,7 +106,7 @@ export class NakamaAccounts implements AccountPart {
     } catch (err) {
       if (!(err instanceof NakamaError)) throw err
       // One answer for all, which says nothing of which it was.
-      if (CREDENTIAL_REFUSALS.has(err.status)) throw new HttpError(401, 'INVALID_CREDENTIALS', 'wrong username or password')
+      if (CREDENTIAL_REFUSALS.has(err.status)) throw invalidCredentials()
       // Anything else (429 from an overloaded Nakama, a proxy's 413) says nothing of the password:
       // the user may try again, and it is not counted as a failed sign-in.
       logLine({ event: 'nakama.refused', request: 'login', status: err.status, problem: err.message })
@@ -157,8 +154,8 @@ export class NakamaAccounts implements AccountPart {
   /** One module call: bucket taken with a storage-version check, rename, token given back if refused. */
   async renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account> {
     const out = await this.client.rpc<{ account?: Account; error?: string; waitMs?: number }>('playfield_rename', { userId, username, rule, now })
-    if (out.error === 'USERNAME_TAKEN') throw taken(username)
-    if (out.error === 'RATE_LIMITED') throw rateLimited('too many username changes; try again later', out.waitMs ?? 0)
+    if (out.error === 'USERNAME_TAKEN') throw usernameTaken(username)
+    if (out.error === 'RATE_LIMITED') throw tooManyRenames(out.waitMs ?? 0)
     if (!out.account) throw noSession()
     return out.account
   }

@@ -1,5 +1,5 @@
 import { resetTimes } from '../../catalogue/schedule.js'
-import { overflow } from '../overflow.js'
+import { leaderboardNotFound, overflow } from '../refusals.js'
 import { HttpError } from '../../http/errors.js'
 import { logLine } from '../../http/log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
@@ -7,10 +7,6 @@ import type { NakamaClient } from './client.js'
 
 /** How often a leaderboard sync that found Nakama unreachable is tried again. */
 const SYNC_RETRY_MS = 2_000
-
-function notFound(id: string): HttpError {
-  return new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard "${id}"`)
-}
 
 /**
  * Leaderboards and launches through the module's RPCs. Nakama applies the operators, the reset
@@ -71,14 +67,14 @@ export class NakamaLeaderboards implements LeaderboardPart {
     const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
     const out = await this.#onBoard(write.leaderboardId, () => this.client.rpc<{ record?: LeaderboardRecord; error?: string; field?: string }>('playfield_write_record', payload))
     if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field === 'subscore' ? 'subscore' : 'score')
-    if (!out.record) throw notFound(write.leaderboardId)
+    if (!out.record) throw leaderboardNotFound(write.leaderboardId)
     return out.record
   }
 
   /** Listed with the HTTP key, so anonymous readers work too; the module always sends `limit`. */
   async listRecords(query: RecordQuery): Promise<RecordPage> {
     const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc<RecordPage & { error?: string }>('playfield_list_records', query, true))
-    if (out.error === 'LEADERBOARD_NOT_FOUND') throw notFound(query.leaderboardId)
+    if (out.error === 'LEADERBOARD_NOT_FOUND') throw leaderboardNotFound(query.leaderboardId)
     if (out.error === 'INVALID_CURSOR') {
       throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])
     }

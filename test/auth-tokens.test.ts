@@ -130,7 +130,7 @@ t.test('backend-token refreshes a token with under 5 minutes left (in-process, i
   t.ok(sessionOf(c), 'the client still sends its cookie; the server refuses it')
 })
 
-t.test('tokens: sign and verify', async (t) => {
+t.test('a backend token verifies only unchanged, HS256, unexpired and signed with a listed key', async (t) => {
   const claims = { tid: 't', uid: 'u', usn: 'n', exp: 2_000_000_000, iat: 1_900_000_000 }
   const token = signToken(claims, 'k1')
   t.same(verifyToken(token, ['k1'], 1_950_000_000_000), claims)

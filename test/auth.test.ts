@@ -76,7 +76,8 @@ t.test('register: a name taken ignoring case is 409 USERNAME_TAKEN and creates n
   const before = accounts()
   const c = client()
   for (const username of ['TakenName', 'takenname', 'TAKENNAME']) {
-    await expectError(t, await c.post('/api/auth/register', { username, password: 'another password' }), 409, 'USERNAME_TAKEN', username)
+    const body = await expectError(t, await c.post('/api/auth/register', { username, password: 'another password' }), 409, 'USERNAME_TAKEN', username)
+    t.equal(body.error, `the username ${JSON.stringify(username)} is taken`, 'the same wording on either backend')
   }
   t.equal(accounts(), before)
   t.equal(sessionOf(c), undefined, 'no cookie was set')

@@ -26,7 +26,7 @@ t.test('withSession adds session= to the query and keeps the rest of the play UR
   t.equal(withSession('/play/x', 'a b&c'), '/play/x?session=a%20b%26c', 'the id is encoded')
 })
 
-t.test('POST /api/games/{id}/launch', async (t) => {
+t.test('POST /api/games/{id}/launch: 401 without a session, a launch session recorded with one, 404 for an unknown game', async (t) => {
   const dataDir = tempDir()
   const platform = await startPlatform({ dataDir, env: { MANIFESTS_DIR: path.join(ROOT, 'test/fixtures/leaderboards') } })
   t.teardown(() => platform.stop())

@@ -15,7 +15,7 @@ t.test('a minted ticket verifies and names the user, an expiry within 60 s and a
   t.not(mintTicket([KEY], user, now).claims.nonce, claims.nonce, 'fresh nonce each time')
 })
 
-t.test('refused tickets', async (t) => {
+t.test('a ticket forged, altered, expired, cut short or of another shape verifies as nothing', async (t) => {
   const { ticket } = mintTicket([KEY], user, now)
   const [payload, mac] = ticket.split('.') as [string, string]
   const reclaim = (change: Record<string, unknown>): string => {

@@ -1,4 +1,4 @@
-import { Compile, Type } from '../typebox.js'
+import { Compile, Type, type Static } from '../typebox.js'
 
 /** Terminal sizes are integers 1-1000 (CONTRACT §6). */
 const Size = Type.Integer({ minimum: 1, maximum: 1000 })
@@ -19,12 +19,7 @@ const SCHEMAS = {
 }
 
 /** A checked client frame. */
-export type ClientFrame =
-  | { type: 'create'; cols?: number; rows?: number }
-  | { type: 'input'; data: string }
-  | { type: 'resize'; cols: number; rows: number }
-  | { type: 'kill' }
-  | { type: 'ack'; bytes: number }
+export type ClientFrame = Static<typeof Create> | Static<typeof Input> | Static<typeof Resize> | Static<typeof Kill> | Static<typeof Ack>
 
 /** A frame from the bridge to the client (spec terminal-bridge §2). */
 export type ServerFrame =

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process'
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
@@ -62,4 +64,65 @@ t.test('every acknowledged submission survives SIGKILL mid-stream, with its rank
     })).json()) as { ownRecord: { rank: number; score: number } | null }
     t.same(own.ownRecord && [own.ownRecord.score, own.ownRecord.rank], record && [record.score, record.rank], 'ownRecord after restart')
   }
+})
+
+/** A 2 MiB tmpfs for DATA_DIR, so the disk can fill; null where this process may not mount one. */
+function smallDisk(): string | null {
+  if (process.getuid?.() !== 0) return null
+  const dir = tempDir()
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,mode=0700', 'tmpfs', dir])
+  return mounted.status === 0 ? dir : null
+}
+
+/** Write a file until the disk is full; returns its path. */
+function fillDisk(dir: string): string {
+  const file = path.join(dir, 'filler')
+  const fd = openSync(file, 'w')
+  const chunk = Buffer.alloc(16 * 1024)
+  try {
+    for (;;) writeSync(fd, chunk)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
+  } finally {
+    closeSync(fd)
+  }
+  return file
+}
+
+const disk = smallDisk()
+
+t.test('a full disk: no write is confirmed unless stored, no name changes unless stored, a restart still starts, and all recovers once there is room', { skip: disk ? false : 'needs root and a tmpfs mount' }, async (t) => {
+  const dataDir = disk!
+  t.teardown(() => void spawnSync('umount', ['-l', dataDir]))
+  const platform = await startPlatform({ dataDir, env: { MANIFESTS_DIR } })
+  let current = platform
+  t.teardown(() => current.stop())
+  const player = async () => {
+    const client = new Client(current.url)
+    const { user } = (await (await client.post('/api/auth/guest')).json()) as { user: { id: string; username: string } }
+    return { client, ...user }
+  }
+  const ranked = await player()
+  t.equal((await ranked.client.post('/api/leaderboards/submit', { leaderboardId: BOARD, score: 7 })).status, 200)
+  const fresh = await player()
+  const filler = fillDisk(dataDir)
+
+  // Two writes of a player with no record yet, in one commit: the second was an UPDATE of a row
+  // the refused INSERT never made, and was confirmed.
+  const writes = await Promise.all([10, 20].map((score) => fresh.client.post('/api/leaderboards/submit', { leaderboardId: BOARD, score })))
+  t.same(writes.map((r) => r.status), [500, 500], 'both refused')
+  const rename = await ranked.client.put('/api/user/username', { username: 'renamed-on-full-disk' })
+  t.equal(rename.status, 500, 'the rename is refused')
+  const board = async () => ((await (await new Client(current.url).get(`/api/leaderboards/${BOARD}?limit=100`)).json()) as { records: { owner_id: string; username: string; score: number }[] }).records
+  t.same((await board()).filter((r) => r.owner_id === fresh.id), [], 'no record served for the refused writes')
+  t.match((await board()).find((r) => r.owner_id === ranked.id), { username: ranked.username, score: 7 }, 'the name served is the stored one')
+
+  // A restart while the disk is still full starts and serves what is stored.
+  await current.stop()
+  current = await startPlatform({ dataDir, env: { MANIFESTS_DIR } })
+  t.match((await board()).find((r) => r.owner_id === ranked.id), { username: ranked.username, score: 7 }, 'served after a restart on a full disk')
+
+  unlinkSync(filler)
+  const again = await player()
+  t.equal((await again.client.post('/api/leaderboards/submit', { leaderboardId: BOARD, score: 30 })).status, 200, 'writes work again once there is room, without a restart')
 })

@@ -82,6 +82,9 @@ t.test('ranks with ties and pages that cover every record once', async (t) => {
   t.same(ours, ranked, 'ranks are consecutive')
   t.same(ours.map((r) => { const { rank, ...rest } = r as { rank: number }; void rank; return rest }), want, 'rank order: score, subscore, owner id')
   t.equal(pages, Math.ceil(seen.length / 5))
+  const first = (await (await users[0]!.client.get('/api/leaderboards/fx-set-asc')).json()) as { records: unknown[]; nextCursor: string | null }
+  t.same(first.records, seen.slice(0, 20), 'without a limit: the first 20 (CONTRACT §3 default)')
+  t.type(first.nextCursor, 'string', 'and a cursor to the rest')
   const own = ours.find((r) => (r as { owner_id: string }).owner_id === users[0]!.id) as { rank: number }
   const again = await submit(users[0]!.client, { leaderboardId: 'fx-set-asc', score: 1000, subscore: 0 })
   t.equal((again.body.record as { rank: number }).rank, own.rank, 'a no-op write answers the same rank')

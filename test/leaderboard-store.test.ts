@@ -292,3 +292,10 @@ t.test('a rename whose transaction fails leaves the names served as they were', 
   t.same(db.prepare("SELECT DISTINCT username FROM leaderboard_records WHERE owner_id = 'a'").all(), [{ username: 'old' }])
   t.equal((await store.listRecords({ leaderboardId: 'best-desc', limit: 5 }, NOW)).records[0]?.username, 'old')
 })
+
+t.test('a write that changes nothing answers the rank its record has then, not that of a later write in the same turn', async (t) => {
+  const { store } = await open()
+  for (const [i, owner] of ['x', 'y', 'z'].entries()) await store.writeRecord(write('best-desc', owner, 1000 + i), NOW)
+  const answers = await Promise.all([10, 5, 5000].map((score) => store.writeRecord(write('best-desc', 'a', score), NOW)))
+  t.same(answers.map((r) => [r.score, r.rank]), [[10, 4], [10, 4], [5000, 1]])
+})

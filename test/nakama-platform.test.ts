@@ -340,11 +340,20 @@ t.test('Nakama refusing a login for its own reasons (429) is 503, never INVALID_
     t.equal(res.status, 503, `login ${i + 1}: 503`)
     t.same(await res.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
   }
-  t.match(p.logs.find((l) => l.event === 'nakama.refused'), { request: 'login', status: 429, problem: 'Too many requests.' })
+  t.match(p.logs.find((l) => l.event === 'nakama.refused'), { request: 'POST /v2/account/authenticate/email', status: 429, problem: 'Too many requests.' })
   own.intercept = null
   t.equal((await new Client(p.url).post('/api/auth/login', { username: name('busy'), password: 'correct horse' })).status, 200, 'none of them counted as a failed sign-in')
   const wrong = await new Client(p.url).post('/api/auth/login', { username: name('busy'), password: 'wrong horse' })
   t.equal(wrong.status, 401, 'a wrong password is still INVALID_CREDENTIALS')
+
+  own.intercept = (_method, route) => (route === '/v2/rpc/playfield_write_record' ? { status: 429, code: 8, message: 'Too many requests.' } : undefined)
+  const { client } = await register(p, name('busy2'))
+  const submit = await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 1 })
+  t.equal(submit.status, 503, 'an overloaded Nakama is 503 on any call, not 500')
+  t.same(await submit.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
+  const refusal = () => p.logs.find((l) => l.event === 'nakama.refused' && String(l.request).startsWith('POST /v2/rpc/playfield_write_record'))
+  for (let i = 0; i < 50 && !refusal(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.match(refusal(), { status: 429, problem: 'Too many requests.' }, 'logged')
 
   own.intercept = (_method, route) => (route === '/v2/account/authenticate/custom' ? { status: 409, code: 6, message: 'Username is already in use.' } : undefined)
   const before = own.calls.get('POST /v2/account/authenticate/custom') ?? 0

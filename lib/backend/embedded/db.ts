@@ -62,8 +62,13 @@ function prepare(db: Database.Database, migrations: readonly Migration[]): void 
   db.pragma('cache_size = -65536')
   untilNotBusy(() => migrate(db, migrations))
   // A write, even with every migration applied: a file this account can read but not write
-  // (mode 0400) is found here, as a config error, not at the first request that writes.
-  untilNotBusy(() => db.pragma(`user_version = ${Number(db.pragma('user_version', { simple: true }))}`))
+  // (mode 0400) is found here, as a config error, not at the first request that writes. Any other
+  // failure of it (a full disk) is no reason not to start: reads are served, writes answer 500.
+  try {
+    untilNotBusy(() => db.pragma(`user_version = ${Number(db.pragma('user_version', { simple: true }))}`))
+  } catch (err) {
+    if (UNUSABLE.test(String((err as { code?: unknown } | null)?.code))) throw err
+  }
 }
 
 /** Run `step` again while it fails with SQLITE_BUSY, for up to BUSY_RETRY_MS. */

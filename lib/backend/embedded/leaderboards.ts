@@ -89,10 +89,12 @@ export class LeaderboardStore implements LeaderboardPart {
     const key = `${board.config.id}\0${write.ownerId}`
     if (!next) {
       // Nothing to write, but what memory holds may be a write still on its way to the disk: the
-      // answer waits for it, and fails with it (a record never stored is never confirmed).
+      // answer waits for it, and fails with it (a record never stored is never confirmed). Its rank
+      // is the one now: a later write of the same owner may be in the index by then.
+      const rank = period.index.rank(old!.ownerId)
       const pending = this.#uncommitted.get(key)
       if (pending) await pending
-      return toRecord(board.config.id, old!, period.index.rank(old!.ownerId))
+      return toRecord(board.config.id, old!, rank)
     }
     if (next.score > MAX_SCORE) throw overflow('score')
     if (next.subscore > MAX_SCORE) throw overflow('subscore')

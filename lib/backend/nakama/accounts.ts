@@ -107,8 +107,8 @@ export class NakamaAccounts implements AccountPart {
       if (!(err instanceof NakamaError)) throw err
       // One answer for all, which says nothing of which it was.
       if (CREDENTIAL_REFUSALS.has(err.status)) throw invalidCredentials()
-      // Anything else (429 from an overloaded Nakama, a proxy's 413) says nothing of the password:
-      // the user may try again, and it is not counted as a failed sign-in.
+      // Anything else (a proxy's 413; the client answers an overloaded Nakama's 429 itself) says
+      // nothing of the password: the user may try again, and it is not counted as a failed sign-in.
       logLine({ event: 'nakama.refused', request: 'login', status: err.status, problem: err.message })
       throw backendUnavailable()
     }

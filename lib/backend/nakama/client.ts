@@ -142,6 +142,12 @@ export class NakamaClient {
     }
     // Aborted: the module gave up after its storage-version retries (contention); worth another try later.
     if (code === 10 && path.startsWith('/v2/rpc/')) throw backendUnavailable()
+    // ResourceExhausted: Nakama (or a proxy before it) is overloaded, whatever was asked; logged, as
+    // an operator needs to know.
+    if (res.status === 429) {
+      this.#log({ event: 'nakama.refused', status: res.status, problem: message, request: `${method} ${path}` })
+      throw backendUnavailable()
+    }
     throw new NakamaError(res.status, code, message)
   }
 }

@@ -8,6 +8,7 @@ import { decodeJwt, expectError, signUp, sessionOf } from './helpers/accounts.js
 import { ACCOUNT_MIGRATIONS, AccountStore } from '../lib/backend/embedded/accounts.js'
 import { openDatabase } from '../lib/backend/embedded/db.js'
 import { signToken, verifyToken } from '../lib/backend/embedded/tokens.js'
+import { hashPassword, verifyPassword } from '../lib/backend/embedded/passwords.js'
 import type { Backend } from '../lib/backend/backend.js'
 import { loadPlatformConfig } from '../lib/config.js'
 import { Router } from '../lib/http/router.js'
@@ -146,4 +147,15 @@ t.test('a backend token verifies only unchanged, HS256, unexpired and signed wit
   t.equal(verifyToken('garbage', ['k1'], 0), null)
   const noExp = signToken({ ...claims, exp: undefined } as unknown as typeof claims, 'k1')
   t.equal(verifyToken(noExp, ['k1'], 0), null, 'exp is required')
+})
+
+t.test('a password is stored as scrypt with a salt of its own: the same password twice gives two hashes, each verifying only it', async (t) => {
+  const [a, b] = await Promise.all([hashPassword('correct horse'), hashPassword('correct horse')])
+  for (const hash of [a, b]) t.match(hash, /^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
+  t.not(a.split('$')[4], b.split('$')[4], 'two salts')
+  t.not(a, b, 'two hashes')
+  t.equal(await verifyPassword('correct horse', a), true)
+  t.equal(await verifyPassword('correct horse', b), true)
+  t.equal(await verifyPassword('correct horsf', a), false)
+  t.equal(await verifyPassword('correct horse', 'scrypt$16384$8$1$$'), false, 'a malformed hash verifies nothing')
 })

@@ -21,6 +21,7 @@ function childrenOf(pid: number): number[] {
   return children
 }
 
+const beforeStart = Date.now()
 const bridge = await startBridge({ PLAYFIELD_CANARY: 'canary-secret-value', TERMINAL_MAX_CONN: '8' })
 t.teardown(() => bridge.stop())
 const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
@@ -33,6 +34,7 @@ t.test('GET / is the health payload; other paths 404', async (t) => {
   t.same(Object.keys(body).sort(), ['connections', 'max', 'status', 'uptime'])
   t.match(body, { status: 'ok', connections: 0, max: 8 })
   t.ok(Number.isInteger(body.uptime) && (body.uptime as number) >= 0, 'uptime in whole seconds')
+  t.ok((body.uptime as number) <= (Date.now() - beforeStart) / 1000 + 1, `uptime ${body.uptime} counts seconds, not milliseconds`)
   const missing = await fetch(bridge.url + '/ws')
   t.equal(missing.status, 404)
   t.same(await missing.json(), { error: 'not found', code: 'NOT_FOUND' })

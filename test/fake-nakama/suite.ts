@@ -53,7 +53,7 @@ export const SUITE: Record<string, { exclude?: string[][]; why?: string; platfor
 
 /** Embedded-only or not about the game backend: never run on Nakama. */
 const NOT_ON_NAKAMA = new Set([
-  'migrations.test.js', // the embedded backend's SQLite schema
+  'migrations.test.js', 'embedded-accounts.test.js', // the embedded backend's SQLite schema and transactions
   'durability.test.js', // SIGKILL of the platform mid-write: durability is Nakama's (PostgreSQL's) there
   'leaderboard-store.test.js', 'rank-index.test.js', 'leaderboard.test.js', 'limiter.test.js', // in-process units of the embedded backend
   'systemd.test.js', 'nginx.test.js', // deployment of the embedded configuration

@@ -1,0 +1,38 @@
+import path from 'node:path'
+import t from 'tap'
+import Database from 'better-sqlite3'
+import { ACCOUNT_MIGRATIONS, AccountStore } from '../lib/backend/embedded/accounts.js'
+import { openDatabase } from '../lib/backend/embedded/db.js'
+import { loadPlatformConfig } from '../lib/config.js'
+import { RENAME_RULE } from '../lib/limiter.js'
+import { tempDir } from './helpers/platform.js'
+
+const NOW = Date.parse('2026-11-22T12:00:00Z')
+
+t.test('a rename whose transaction fails after the account changed leaves the name and the rename bucket as they were', async (t) => {
+  const dataDir = tempDir()
+  const db = openDatabase(dataDir, ACCOUNT_MIGRATIONS)
+  t.teardown(() => db.close())
+  const store = new AccountStore(db, loadPlatformConfig({ DATA_DIR: dataDir }))
+  const { userId } = await store.register('before', 'correct horse')
+  // The leaderboards' part of the rename (renameOwner) fails: a full disk, a constraint.
+  store.onRenamed = () => {
+    throw new Error('the records could not be renamed')
+  }
+  await t.rejects(store.renameUser(userId, 'after', RENAME_RULE, NOW), /the records could not be renamed/)
+  t.equal((await store.getAccount(userId))?.username, 'before', 'the account keeps its name')
+  t.equal(db.prepare('SELECT count(*) FROM buckets').pluck().get(), 0, 'no token was spent')
+  store.onRenamed = () => () => {}
+  for (const name of ['after1', 'after2', 'after3']) t.equal((await store.renameUser(userId, name, RENAME_RULE, NOW)).username, name)
+  await t.rejects(store.renameUser(userId, 'after4', RENAME_RULE, NOW), { code: 'RATE_LIMITED' }, 'three, as for an account that never failed')
+})
+
+t.test('a migration that fails part-way leaves nothing of itself: no table, no schema_migrations row', async (t) => {
+  const dataDir = tempDir()
+  const broken = [{ version: 900, name: 'two tables, the second a mistake', sql: 'CREATE TABLE first_half (x); CREATE TABLE first_half (y);' }]
+  t.throws(() => openDatabase(dataDir, broken), /already exists/)
+  const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true })
+  t.teardown(() => db.close())
+  t.equal(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'first_half'").pluck().get(), 0, 'the first statement is rolled back')
+  t.equal(db.prepare('SELECT count(*) FROM schema_migrations WHERE version = 900').pluck().get(), 0, 'not recorded as applied')
+})

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { passwdEntry } from '../lib/bridge/account.js'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { passwdEntry } from '../lib/bridge/account.js'
 
 /** `npm start`: the platform and the terminal bridge together (CONTRACT §1); Ctrl-C stops both. */
 const here = path.dirname(fileURLToPath(import.meta.url))

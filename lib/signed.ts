@@ -4,14 +4,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 // and an HMAC-SHA256 signature checked against every key of a rotation.
 
 /** The HMAC-SHA256 of `data` under `key`. */
-export function hmac(key: string, data: string): Buffer {
+export function sign(key: string, data: string): Buffer {
   return createHmac('sha256', key).update(data).digest()
 }
 
 /** Whether `mac` is the HMAC-SHA256 of `data` under one of `keys` (while a key is rotated out, all verify). */
 export function signedByOneOf(keys: readonly string[], data: string, mac: Buffer): boolean {
   return keys.some((key) => {
-    const expected = hmac(key, data)
+    const expected = sign(key, data)
     return expected.length === mac.length && timingSafeEqual(expected, mac)
   })
 }

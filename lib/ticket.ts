@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { decodeJsonPart, hmac, signedByOneOf } from './signed.js'
+import { decodeJsonPart, sign, signedByOneOf } from './signed.js'
 import { Compile, Type } from './typebox.js'
 
 /** A ticket lives at most this long (CONTRACT §6: "at most 60 s old"). */
@@ -39,7 +39,7 @@ export function mintTicket(keys: string[], user: { id: string; username: string 
     nonce: randomBytes(18).toString('base64url'),
   }
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
-  return { ticket: `${payload}.${hmac(keys[0]!, payload).toString('base64url')}`, claims }
+  return { ticket: `${payload}.${sign(keys[0]!, payload).toString('base64url')}`, claims }
 }
 
 /**

@@ -78,7 +78,7 @@ t.test('GET /api/auth/backend-token over HTTP', async (t) => {
     t.equal(refresh.claims.exp, iat + 30 * 86400, 'the refresh token lives 30 days')
   })
 
-  t.test('guests get backend tokens too', async (t) => {
+  t.test('a guest gets a backend token carrying its own id and name', async (t) => {
     const c = new Client(platform.url)
     const guest = (await (await c.post('/api/auth/guest')).json()) as { user: { id: string; username: string } }
     const body = (await (await c.get('/api/auth/backend-token')).json()) as TokenBody

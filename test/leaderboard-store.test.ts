@@ -240,7 +240,7 @@ t.test('a rename names the owner on every record: other periods, and boards out 
   t.equal((await store.writeRecord(write('daily', 'a', 1, 0, undefined, 'old'), day2)).username, 'new', 'a write that changes nothing answers the new name')
 })
 
-t.test('launches are recorded', async (t) => {
+t.test('a launch is stored with its session id, game, user and time', async (t) => {
   const { store, db } = await open()
   await store.recordLaunch({ sessionId: 's1', gameId: 'g', userId: 'u', time: NOW })
   t.same(db.prepare('SELECT * FROM launches').all(), [{ session_id: 's1', game_id: 'g', user_id: 'u', launched_at: NOW }])

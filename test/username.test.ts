@@ -179,7 +179,7 @@ t.test('two platform processes on one file cannot overspend a bucket between the
   t.same(results.map((r) => r.status).filter((s) => s === 200).length, 3)
 })
 
-t.test('the limit holds across a restart', async (t) => {
+t.test('three renames, a restart, and the fourth is still 429: the rename bucket is stored, not kept in memory', async (t) => {
   const c = new Client(platform.url)
   await signUp(t, c, 'restart0')
   for (const name of ['restart1', 'restart2', 'restart3']) t.equal((await rename(c, name)).status, 200)

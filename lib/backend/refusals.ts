@@ -1,7 +1,7 @@
 import { HttpError, rateLimited } from '../http/errors.js'
 
-// The contract's refusals (CONTRACT §2-3) that more than one module answers: both backends, or a
-// backend and a route. One wording each, whichever backend runs.
+// The contract's refusals (CONTRACT §2-3) that more than one module answers: both backends, a
+// backend and a route, or several routes. One wording each, whichever backend runs.
 
 /** 400 for an `incr` that would carry the stored score or subscore past 2^53-1 (CONTRACT §3), naming which. */
 export function overflow(field: 'score' | 'subscore'): HttpError {

@@ -136,7 +136,7 @@ export class Terminal {
   /**
    * The read stream is destroyed at end of file (after #drain ran), on a read error, and by
    * node-pty 200 ms after the shell exited when the stream has not closed by itself: paused by
-   * us, or held open by a job still writing. In that last case the shell is gone: end its
+   * us, or held open by a job still writing. In the node-pty case the shell is gone: end its
    * session, which closes the slave, and let the stream reach its end of file when flow control
    * allows.
    */

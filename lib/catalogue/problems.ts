@@ -1,5 +1,5 @@
 import type { TSchema, Validator } from '../typebox.js'
-import { oneLine } from '../http/log.js'
+import { escapeControls } from '../http/log.js'
 import { PATTERN_TEXT } from './manifest.js'
 
 /** One catalogue problem; printed as `<file>: <JSON path>: <what is wrong>` (CONTRACT §5). */
@@ -11,7 +11,7 @@ export interface Problem {
 
 /** The problem as its one printed line: control characters in it are escaped, so it stays one line. */
 export function formatProblem(p: Problem): string {
-  return oneLine(`${p.file}: ${p.path}: ${p.message}`)
+  return escapeControls(`${p.file}: ${p.path}: ${p.message}`)
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/

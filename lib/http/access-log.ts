@@ -1,7 +1,7 @@
 import { isoNow, queueLine } from './log.js'
 
 /** What the access log says of a request: the server's Exchange. */
-export interface LoggedRequest {
+interface LoggedRequest {
   /** `performance.now()` when the request arrived. */
   readonly started: number
   readonly requestId: string

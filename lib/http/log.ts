@@ -54,6 +54,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
 const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 
 /** `text` for a line of plain-text output (stderr): its control characters escaped, so it stays one line. */
-export function oneLine(text: string): string {
+export function escapeControls(text: string): string {
   return text.replace(CONTROL, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

@@ -21,8 +21,6 @@ function nfcPassword(body: unknown): unknown {
   return body
 }
 
-// Sessions and tokens are per user: no cache may keep them.
-
 /** Sign-in, sign-out, the session and the game-backend token (CONTRACT §2, §3; spec 2.6, 5). */
 export function authRoutes(router: Router, app: App): void {
   const cookie = sessionCookie(app.config)

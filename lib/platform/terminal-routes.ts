@@ -46,7 +46,7 @@ const CSP = [
 ].join('; ')
 const PAGE_HEADERS = {
   'content-security-policy': CSP,
-  'cache-control': 'no-store',
+  ...NO_STORE,
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',

@@ -3,6 +3,7 @@ import { HttpError } from '../http/errors.js'
 import { logLine } from '../http/log.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
+import { usernameTaken } from '../backend/refusals.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
 import { namedByDevAccess } from './dev-gate.js'
@@ -46,5 +47,6 @@ async function keepListedNames(app: App, userId: string, username: string): Prom
   if (namedByDevAccess(app, current)) {
     throw new HttpError(403, 'FORBIDDEN', 'this username is listed in DEV_ACCESS_USERS and cannot change while it is listed')
   }
-  if (namedByDevAccess(app, username)) throw new HttpError(409, 'USERNAME_TAKEN', 'username is reserved')
+  // The same answer as for a name someone holds: it does not tell who is admitted to the terminal.
+  if (namedByDevAccess(app, username)) throw usernameTaken(username)
 }

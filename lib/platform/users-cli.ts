@@ -2,7 +2,7 @@ import { ConfigError } from '../config-error.js'
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import type { Account, Backend } from '../backend/backend.js'
-import { oneLine } from '../http/log.js'
+import { escapeControls } from '../http/log.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -41,7 +41,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.
     if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
-    process.stderr.write(`users: ${oneLine(err instanceof Error ? err.message : String(err))}\n`)
+    process.stderr.write(`users: ${escapeControls(err instanceof Error ? err.message : String(err))}\n`)
     return 1
   } finally {
     await backend?.close()

@@ -1,4 +1,4 @@
-import { decodeJsonPart, hmac, signedByOneOf } from '../../signed.js'
+import { decodeJsonPart, sign, signedByOneOf } from '../../signed.js'
 
 /** The claims of a game-backend token, named as Nakama names them (nakama-api.md §2). */
 export interface TokenClaims {
@@ -20,7 +20,7 @@ const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toStrin
 /** Sign `claims` as an HS256 JWT with `key`. */
 export function signToken(claims: TokenClaims, key: string): string {
   const body = `${HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
-  return `${body}.${hmac(key, body).toString('base64url')}`
+  return `${body}.${sign(key, body).toString('base64url')}`
 }
 
 /**

@@ -31,7 +31,7 @@ function nakamaPassword(password: string): string {
   return createHash('sha256').update(`playfield\u0000${password}`).digest('base64url')
 }
 
-function isTaken(err: unknown): boolean {
+function isTaken(err: unknown): err is NakamaError {
   // 409/6 at authenticate; 400/3 (message wrapped from v3.37) at PUT /v2/account (nakama-api.md §1.5).
   return err instanceof NakamaError && (err.status === 400 || err.status === 409) && err.message.includes('Username is already in use')
 }
@@ -76,7 +76,7 @@ export class NakamaAccounts implements AccountPart {
       } catch (err) {
         if (!isTaken(err)) throw err
         if (attempt === GUEST_NAME_ATTEMPTS) {
-          logLine({ event: 'nakama.refused', request: 'guest', status: (err as NakamaError).status, problem: `${GUEST_NAME_ATTEMPTS} random guest names in a row were called taken` })
+          logLine({ event: 'nakama.refused', request: 'guest', status: err.status, problem: `${GUEST_NAME_ATTEMPTS} random guest names in a row were called taken` })
           throw backendUnavailable()
         }
       }

@@ -55,7 +55,7 @@ export interface RequestOptions {
 export interface ClientOptions {
   /** Per-request limit; past it the request is abandoned and answered 503. */
   timeoutMs?: number
-  /** Where a misconfiguration's cause is logged (logLine when omitted). */
+  /** Where a misconfiguration's cause, or an overload (429), is logged (logLine when omitted). */
   log?: (entry: Record<string, unknown>) => void
 }
 

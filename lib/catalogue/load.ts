@@ -83,9 +83,7 @@ export class CatalogueHolder {
 
   /** Load MANIFESTS_DIR; throws CatalogueInvalid when it holds no valid catalogue. */
   static async open(config: Readonly<PlatformConfig>): Promise<CatalogueHolder> {
-    const result = await loadCatalogue(config, Date.now())
-    if (result.catalogue === null) throw new CatalogueInvalid(result.problems.map(formatProblem))
-    return new CatalogueHolder(result.catalogue, config)
+    return new CatalogueHolder(await loadValidCatalogue(config), config)
   }
 
   /** The catalogue now in force. */
@@ -109,7 +107,13 @@ export class CatalogueHolder {
 
 /** `bin/platform check`: validate without starting; the summary line, or CatalogueInvalid. */
 export async function runCheck(config: Readonly<PlatformConfig>): Promise<string> {
-  const result = await loadCatalogue(config, Date.now())
+  const catalogue = await loadValidCatalogue(config)
+  return `catalogue ok: ${catalogue.games.size} games, ${catalogue.leaderboards.size} leaderboards`
+}
+
+/** The catalogue MANIFESTS_DIR holds now, or CatalogueInvalid with its problems. */
+async function loadValidCatalogue(dirs: Dirs): Promise<Catalogue> {
+  const result = await loadCatalogue(dirs, Date.now())
   if (result.catalogue === null) throw new CatalogueInvalid(result.problems.map(formatProblem))
-  return `catalogue ok: ${result.catalogue.games.size} games, ${result.catalogue.leaderboards.size} leaderboards`
+  return result.catalogue
 }

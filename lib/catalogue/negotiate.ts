@@ -1,4 +1,3 @@
-import { noneMatchHits } from '../http/etag.js'
 import type { Representation, Variant } from './serialize.js'
 
 // Preference among equal q-values: smallest bytes first.
@@ -47,12 +46,4 @@ function choose(accept: string): Coding {
     }
   }
   return best
-}
-
-/**
- * True when If-None-Match names the representation: the tag of any of its encodings, which all
- * stand for the same content.
- */
-export function notModified(rep: Representation, ifNoneMatch: string | undefined): boolean {
-  return noneMatchHits(ifNoneMatch, rep.tags)
 }

@@ -1,7 +1,8 @@
 import type { Router, RouteContext } from '../http/router.js'
 import { gameNotFound } from '../backend/refusals.js'
 import type { Representation } from '../catalogue/serialize.js'
-import { notModified, pickVariant } from '../catalogue/negotiate.js'
+import { pickVariant } from '../catalogue/negotiate.js'
+import { noneMatchHits } from '../http/etag.js'
 import type { App } from './app.js'
 
 /**
@@ -34,7 +35,8 @@ function send({ req, res }: RouteContext, rep: Representation, now: () => number
     rep.expiresAt === Infinity ? CACHE_CONTROL : cacheControl(Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now()) / 1000))))
   // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
   const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', caching]
-  if (notModified(rep, req.headers['if-none-match'])) {
+  // Any of the representation's encodings stands for the same content: a tag of any is current.
+  if (noneMatchHits(req.headers['if-none-match'], rep.tags)) {
     res.writeHead(304, headers).end()
     return
   }

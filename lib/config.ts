@@ -149,10 +149,22 @@ function originList(value: string): string[] {
   })
 }
 
+/**
+ * Without PLATFORM_ORIGINS: the contract's two origins of port 3000 and, when PORT names another
+ * port, the same two with it, so `PORT=8080 npm start` serves a page that may sign in and open
+ * the terminal. The bridge reads PORT only for this: a PORT it could not use adds nothing here
+ * (the platform itself refuses it).
+ */
+function defaultOrigins(env: Env): string {
+  const given = env.PORT
+  if (!given || !/^[1-9][0-9]{0,4}$/.test(given) || Number(given) > 65535 || given === '3000') return DEFAULT_ORIGINS
+  return `${DEFAULT_ORIGINS},http://127.0.0.1:${given},http://localhost:${given}`
+}
+
 function common(env: Env) {
   const dataDir = path.resolve(read(env, 'DATA_DIR', PATH, './data'))
   return {
-    origins: originList(read(env, 'PLATFORM_ORIGINS', ORIGINS, DEFAULT_ORIGINS)),
+    origins: originList(read(env, 'PLATFORM_ORIGINS', ORIGINS, defaultOrigins(env))),
     dataDir,
     ticketSecret: read(env, 'TERMINAL_TICKET_SECRET', SECRETS) ?? null,
     terminalHost: unbracket(read(env, 'TERMINAL_HOST', HOST, '127.0.0.1')),

@@ -4,7 +4,7 @@ import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:f
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { loadPlatformConfig } from '../lib/config.js'
+import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -62,6 +62,13 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   t.same(loadPlatformConfig({ PLATFORM_ORIGINS: ' https://a.example.com , http://b.example.com:8080 ' }).origins, ['https://a.example.com', 'http://b.example.com:8080'], 'spaces around the commas')
   t.same(loadPlatformConfig({ PLATFORM_ORIGINS: 'http://web_app:3000,http://[::1]:3000,https://xn--bcher-kva.example' }).origins,
     ['http://web_app:3000', 'http://[::1]:3000', 'https://xn--bcher-kva.example'], 'hosts browsers send: underscores, IPv6, punycode')
+  t.same(loadPlatformConfig({ PORT: '8080' }).origins,
+    ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://127.0.0.1:8080', 'http://localhost:8080'], 'without PLATFORM_ORIGINS, another PORT is a platform origin too')
+  t.same(loadBridgeConfig({ PORT: '8080' }).origins, loadPlatformConfig({ PORT: '8080' }).origins, 'for the bridge as for the platform')
+  for (const port of ['3000', '0', '080', '70000', 'x']) {
+    t.same(loadBridgeConfig({ PORT: port }).origins, ['http://127.0.0.1:3000', 'http://localhost:3000'], `PORT=${port} adds no origin`)
+  }
+  t.same(loadPlatformConfig({ PORT: '8080', PLATFORM_ORIGINS: 'https://play.example.com' }).origins, ['https://play.example.com'], 'PLATFORM_ORIGINS, when set, is the whole list')
   t.equal(loadPlatformConfig({ HOST: '[::1]' }).host, '::1', 'a bracketed IPv6 host is the address')
   t.equal(loadPlatformConfig({ TERMINAL_HOST: '[::1]' }).terminalHost, '::1', 'the bridge address too')
 })

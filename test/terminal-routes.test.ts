@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { ORIGIN, startBridge, TermClient, upgradeStatus } from './helpers/terminal.js'
+import { ORIGIN, startBridge, TermClient, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
 import { rawExchange } from './helpers/raw-http.js'
 import { WebSocket } from 'ws'
@@ -133,19 +133,30 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   users(product.dataDir, 'grant', 'terminal_proxy', 'developer')
   const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
   const ws = new WebSocket(`ws://127.0.0.1:${product.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN })
+  const answered = new Promise<string | undefined>((resolve) => ws.once('upgrade', (res) => resolve(res.headers['x-request-id'] as string | undefined)))
   const c = new TermClient(ws)
   await c.opened
   c.send({ type: 'create', cols: 90, rows: 33 })
   await c.frame('created')
   t.match(await c.run('stty size; echo via-proxy'), /^33 90\r\nvia-proxy/)
+  const id = await answered
+  t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'the bridge\'s 101 carries the platform\'s X-Request-Id')
+  t.notOk(product.platform.logs.some((l) => l.id === id), 'no access-log line while the terminal is open')
   c.ws.close()
   await c.whenClosed()
+  const line = () => product.platform.logs.find((l) => l.event === 'http.request' && l.id === id)
+  for (let i = 0; i < 250 && !line(); i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(line(), { event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 101, ms: Number, ip: '127.0.0.1' }, 'one access-log line when it closes, without the ticket')
+  t.equal(product.platform.logs.filter((l) => l.id === id).length, 1)
   // The bridge logs when its side of the connection closes, which through the proxy can come a
   // little after the client's: wait for the line (up to 5 s) rather than a fixed time.
   const logged = () => product.bridge.logs.find((l) => l.event === 'terminal.session' && l.user === 'terminal_proxy')
   for (let i = 0; i < 250 && !logged(); i++) await new Promise((r) => setTimeout(r, 20))
   t.ok(logged(), 'the bridge logged the session with the username from the ticket')
-  t.equal(await upgradeStatus(product.platform.port, `/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, ORIGIN), 401, 'the ticket was spent')
+  const spent = await upgradeAnswer(product.platform.port, `/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, ORIGIN)
+  t.equal(spent.status, 401, 'the ticket was spent')
+  for (let i = 0; i < 250 && !product.platform.logs.some((l) => l.id === spent.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(product.platform.logs.filter((l) => l.id === spent.requestId), [{ event: 'http.request', path: '/terminal-ws/ws', status: 401 }], 'a refusal the bridge answers is logged with its status')
   t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
   t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 200, 'no upgrade outside /terminal-ws/: the plain answer')
   t.equal(await upgradeStatus(product.platform.port, '/api/nowhere', ORIGIN), 404)
@@ -281,7 +292,11 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   await bridge.stop()
   const platform = await startPlatform({ dataDir, env: { TERMINAL_PORT: String(port) } })
   t.teardown(() => platform.stop())
-  t.equal(await upgradeStatus(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN), 502)
+  const answer = await upgradeAnswer(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN)
+  t.equal(answer.status, 502)
+  t.match(answer.requestId, /^[0-9a-f-]{36}$/, 'the 502 carries X-Request-Id')
+  for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 502 }], 'and its access-log line')
 })
 
 t.test('a request asking for an upgrade the platform does not offer (h2c) is served as plain HTTP/1.1, body and pipelined requests included', async (t) => {

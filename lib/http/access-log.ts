@@ -12,6 +12,9 @@ interface LoggedRequest {
   readonly log: ((entry: Record<string, unknown>) => void) | undefined
 }
 
+/** The access log's status of a request whose client closed the connection before the answer was out. */
+export const CLIENT_CLOSED = 499
+
 /** '00' to '99': the fraction of the access log's milliseconds. */
 const TWO_DIGITS = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'))
 

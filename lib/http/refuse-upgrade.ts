@@ -3,12 +3,14 @@ import type { Duplex } from 'node:stream'
 
 /**
  * Refuse an upgrade on its raw socket with a plain-text answer, then close it once written, as
- * ws's abortHandshake does: no WebSocket is made, nothing is spawned or forwarded.
+ * ws's abortHandshake does: no WebSocket is made, nothing is spawned or forwarded. The platform
+ * names its request id (the access log's), the bridge has none.
  */
-export function refuseUpgrade(socket: Duplex, status: number, message: string): void {
+export function refuseUpgrade(socket: Duplex, status: number, message: string, requestId?: string): void {
   socket.once('finish', () => socket.destroy())
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      (requestId === undefined ? '' : `X-Request-Id: ${requestId}\r\n`) +
       `Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
   )
 }

@@ -6,7 +6,7 @@ import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { logLine } from './log.js'
-import { logRequest } from './access-log.js'
+import { CLIENT_CLOSED, logRequest } from './access-log.js'
 import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
 import { MAX_BODY_BYTES } from './body.js'
@@ -175,9 +175,6 @@ class Exchange implements RouteContext {
     }
   }
 }
-
-/** The access log's status of a request whose client closed the connection before the answer was out. */
-const CLIENT_CLOSED = 499
 
 /** Connections that end after the answer being made: requests read on them after it are not served. */
 const closing = new WeakSet<object>()

@@ -2,11 +2,17 @@ import type http from 'node:http'
 import net from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { PlatformConfig } from '../config.js'
+import { CLIENT_CLOSED, logRequest } from '../http/access-log.js'
+import { clientAddress } from '../http/client-address.js'
 import { afterResponses } from '../http/pending.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
+import { nextRequestId } from '../http/request-id.js'
+import { pathnameOf } from '../http/target.js'
 
 /** The public prefix the bridge is reached under (spec terminal-bridge §1). */
 const PREFIX = '/terminal-ws/'
+/** The bridge's status line comes within this many bytes (ws's is 34); more is not the bridge. */
+const MAX_STATUS_LINE = 1024
 /** A bridge that does not answer the connect within this long counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000
 /** After one side has closed, the other gets this long to close its end before it is cut. */
@@ -40,14 +46,36 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
   })
 }
 
-/** Forward the upgrade to the bridge and pipe the two sockets. */
+/**
+ * Forward the upgrade to the bridge and pipe the two sockets. The bridge's answer gets the
+ * request's `X-Request-Id` after its status line, and the connection one access-log line when it
+ * closes, as nginx logs a WebSocket: the bridge's status (101 for a terminal) and the whole
+ * connection's time; 502 when the bridge is down or closed without answering, 499 when the
+ * client left first.
+ */
 function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>): void {
   const target = req.url ?? '/'
+  const logged = {
+    started: performance.now(),
+    requestId: nextRequestId(),
+    method: req.method ?? 'GET',
+    // Without the query: the ticket stays out of the log.
+    pathname: pathnameOf(target) ?? '',
+    ip: clientAddress(req, config.trustProxy).ip,
+    log: undefined,
+  }
+  let status: number | null = null
+  socket.once('close', () => logRequest(logged, status ?? CLIENT_CLOSED))
   const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
   upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
+  upstream.once('close', () => (status ??= 502))
   let connected = false
   // Once connected, an error closes upstream, and the close below ends the client's side.
-  upstream.on('error', () => connected || refuseUpgrade(socket, 502, 'terminal bridge unavailable'))
+  upstream.on('error', () => {
+    if (connected) return
+    status = 502
+    refuseUpgrade(socket, 502, 'terminal bridge unavailable', logged.requestId)
+  })
   upstream.once('connect', () => {
     connected = true
     upstream.setTimeout(0)
@@ -60,8 +88,23 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     }
     upstream.write(lines.join('\r\n') + '\r\n\r\n')
     if (head.length > 0) upstream.write(head)
-    upstream.pipe(socket as net.Socket)
     socket.pipe(upstream)
+    let answer: Buffer = Buffer.alloc(0)
+    const statusLine = (chunk: Buffer): void => {
+      answer = answer.length === 0 ? chunk : Buffer.concat([answer, chunk])
+      const end = answer.indexOf('\r\n')
+      if (end < 0) {
+        if (answer.length > MAX_STATUS_LINE) upstream.destroy()
+        return
+      }
+      upstream.off('data', statusLine)
+      const code = /^HTTP\/1\.1 ([1-5][0-9][0-9]) /.exec(answer.toString('latin1', 0, end))
+      if (!code) return void upstream.destroy()
+      status = Number(code[1])
+      socket.write(Buffer.concat([answer.subarray(0, end + 2), Buffer.from(`X-Request-Id: ${logged.requestId}\r\n`), answer.subarray(end + 2)]))
+      upstream.pipe(socket as net.Socket)
+    }
+    upstream.on('data', statusLine)
     endAfterClose(upstream, socket)
     endAfterClose(socket, upstream)
   })

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
 import { mintTicket } from '../../lib/ticket.js'
 import { BRIDGE_JS, startPlatform, type RunningProcess } from './platform.js'
@@ -127,17 +128,21 @@ export async function connect(port: number, options: { ticket?: string; origin?:
 }
 
 /** The HTTP status an upgrade attempt is refused with, or 101. */
-export function upgradeStatus(port: number, path: string, origin: string | undefined): Promise<number> {
+export async function upgradeStatus(port: number, path: string, origin: string | undefined): Promise<number> {
+  return (await upgradeAnswer(port, path, origin)).status
+}
+
+/** The status of a WebSocket upgrade and the X-Request-Id its answer carries, if any. */
+export function upgradeAnswer(port: number, path: string, origin: string | undefined): Promise<{ status: number; requestId: string | undefined }> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, origin === undefined ? {} : { origin })
+    const requestId = (res: IncomingMessage): string | undefined => res.headers['x-request-id'] as string | undefined
     ws.once('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0)
+      resolve({ status: res.statusCode ?? 0, requestId: requestId(res) })
       ws.terminate()
     })
-    ws.once('open', () => {
-      resolve(101)
-      ws.close()
-    })
+    ws.once('upgrade', (res) => resolve({ status: 101, requestId: requestId(res) }))
+    ws.once('open', () => ws.close())
     ws.once('error', () => undefined)
   })
 }

@@ -11,6 +11,7 @@ import { CatalogueHolder, CatalogueInvalid, runCheck } from '../lib/catalogue/lo
 import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
+import { onStop } from '../lib/stop-signal.js'
 
 /** SIGTERM: finish in-flight requests, then exit; never later than this. */
 const SHUTDOWN_GRACE_MS = 9_000
@@ -42,14 +43,12 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
       .then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
       .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
   })
-  const stop = async (): Promise<void> => {
+  onStop(() => {
     logLine({ event: 'platform.stopping' })
-    await closeGracefully(server, SHUTDOWN_GRACE_MS)
-    await backend.close()
-    process.exit(0)
-  }
-  process.once('SIGTERM', () => void stop())
-  process.once('SIGINT', () => void stop())
+    void closeGracefully(server, SHUTDOWN_GRACE_MS)
+      .then(() => backend.close())
+      .then(() => process.exit(0))
+  })
 }
 
 async function main(): Promise<void> {

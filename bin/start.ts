@@ -24,7 +24,12 @@ function run(name: string, script: string, flags: string[] = []): void {
   })
 }
 
+/**
+ * Stop both, once: Ctrl-C on `npm start` reaches this process twice (SIGINT from the terminal and
+ * again from npm), and a second SIGTERM would end a server mid-shutdown (see lib/stop-signal.ts).
+ */
 function stop(): void {
+  if (stopping) return
   stopping = true
   for (const child of children.values()) child.kill('SIGTERM')
 }

@@ -6,6 +6,7 @@ import { listen } from '../lib/http/listen.js'
 import { loadSecret } from '../lib/secrets.js'
 import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
 import { createBridge } from '../lib/bridge/server.js'
+import { onStop } from '../lib/stop-signal.js'
 
 /** SIGTERM: 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
 const SHUTDOWN_DEADLINE_MS = 4_500
@@ -26,13 +27,11 @@ async function main(): Promise<void> {
   // that can write where it started.
   dropPrivileges(account)
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
-  const stop = (): void => {
+  onStop(() => {
     logLine({ event: 'bridge.stopping' })
     setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref()
     void bridge.shutdown().then(() => process.exit(0))
-  }
-  process.once('SIGTERM', stop)
-  process.once('SIGINT', stop)
+  })
 }
 
 main().catch((err: unknown) => {

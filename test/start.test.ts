@@ -13,15 +13,18 @@ interface Started {
   exited: Promise<{ code: number | null; signal: string | null }>
 }
 
-/** `npm start`'s script with its own ports; resolves once both servers said they listen. */
-async function startBoth(): Promise<Started> {
+/**
+ * `npm start`'s script with its own ports; resolves once both servers said they listen. `group`:
+ * in a process group of its own, as a terminal runs it (Ctrl-C is SIGINT to the whole group).
+ */
+async function startBoth(group = false): Promise<Started & { text: () => string }> {
   ensureShellUser()
   const ports = { platform: await freePort(), bridge: await freePort() }
   const env = {
     PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(ports.platform), TERMINAL_PORT: String(ports.bridge),
     DATA_DIR: tempDir(), MANIFESTS_DIR: path.join(ROOT, 'manifests'), ...(process.getuid?.() === 0 ? { TERMINAL_USER: SHELL_USER } : {}),
   }
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   const pids: number[] = []
   let text = ''
@@ -33,7 +36,7 @@ async function startBoth(): Promise<Started> {
     void exited.then(() => reject(new Error(`start exited early: ${text}`)))
   })
   pids.push(...readChildren(child.pid!))
-  return { child, ports, pids, exited }
+  return { child, ports, pids, exited, text: () => text }
 }
 
 /** Pids whose parent is `pid` (Linux /proc). */
@@ -75,6 +78,30 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     t.same(started.pids.filter(alive), [], 'no child left behind')
   })
 }
+
+t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each server once, gracefully', async (t) => {
+  const started = await startBoth(true)
+  // A request in progress keeps the platform in its graceful stop while the signals come.
+  const socket = net.connect(started.ports.platform, '127.0.0.1')
+  const body = JSON.stringify({ username: 'nobody_here', password: 'not the password' })
+  socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  let answer = ''
+  socket.setEncoding('utf8').on('data', (d: string) => (answer += d))
+  const closed = new Promise((resolve) => socket.once('close', resolve))
+  await new Promise((r) => setTimeout(r, 200))
+  process.kill(-started.child.pid!, 'SIGINT')
+  await new Promise((r) => setTimeout(r, 300))
+  // npm hands its own SIGINT on to the script.
+  started.child.kill('SIGINT')
+  await new Promise((r) => setTimeout(r, 300))
+  socket.write(body.slice(5))
+  await closed
+  t.match(answer, /^HTTP\/1\.1 401 /, 'the request in progress got its answer')
+  t.same(await started.exited, { code: 0, signal: null })
+  const events = started.text().split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { event: string }).event)
+  t.same(events.filter((e) => e.endsWith('.stopping')).sort(), ['bridge.stopping', 'platform.stopping'], 'one stopping line each')
+  t.same(started.pids.filter(alive), [], 'no child left behind')
+})
 
 t.test('one server dying stops the other, and npm start fails', async (t) => {
   const started = await startBoth()

@@ -3,11 +3,13 @@
 'use strict'
 
 /**
- * Keystrokes and pastes go out in pieces well under the bridge's 1 MiB frame limit, counted in
- * UTF-16 units: JSON writes a control character as 6 bytes (`\u0001`), so 256 K of them made a
- * 1.5 MiB frame, which the bridge closes with 1009. 128 K units are at most 768 KiB.
+ * The bridge closes the connection on a frame over 1 MiB (1009, CONTRACT §6). Each keystroke or
+ * paste goes out as one frame: the bridge takes it whole or, when the shell has not read what came
+ * before, refuses it whole. Sent in pieces, a paste into a program still reading the ones before
+ * lost its tail, and a pasted command could run without its end.
  */
-const INPUT_CHUNK = 128 * 1024
+const MAX_FRAME_BYTES = 1024 * 1024
+const utf8 = new TextEncoder()
 /** The bridge takes sizes from 1 to 1000 (CONTRACT §6); a wider window gets 1000 columns. */
 const MAX_SIZE = 1000
 /** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this much. */
@@ -35,6 +37,8 @@ term.loadAddon(fit)
 term.unicode.register(shellWidths())
 term.unicode.activeVersion = 'shell'
 term.open(document.getElementById('terminal'))
+// Keys typed from the start wait for the shell (earlyInput): the terminal has them from the start.
+term.focus()
 fitTerminal()
 
 /**
@@ -121,14 +125,16 @@ function create() {
 }
 
 function sendInput(data) {
-  for (let at = 0; at < data.length;) {
-    let end = Math.min(data.length, at + INPUT_CHUNK)
-    // Never between the two halves of a surrogate pair (an emoji): each half alone is no character.
-    const last = data.charCodeAt(end - 1)
-    if (end < data.length && last >= 0xd800 && last <= 0xdbff) end--
-    send({ type: 'input', data: data.slice(at, end) })
-    at = end
+  if (data === '' || !ws || ws.readyState !== WebSocket.OPEN) return
+  const frame = JSON.stringify({ type: 'input', data })
+  // A UTF-16 unit is at most 3 bytes of UTF-8: only a long frame needs counting. JSON writes a
+  // control character as 6 bytes (\u0001), so the count is of the frame, not of the text.
+  const bytes = frame.length * 3 <= MAX_FRAME_BYTES ? frame.length : utf8.encode(frame).length
+  if (bytes > MAX_FRAME_BYTES) {
+    term.write(`\r\n\x1b[31m[paste not sent: ${bytes} bytes as a frame; the terminal takes at most 1 MiB at once]\x1b[0m\r\n`)
+    return
   }
+  ws.send(frame)
 }
 
 /** No shell is coming (no ticket, the connection closed): what was typed for it is dropped. */
@@ -147,6 +153,8 @@ function sendSize() {
 
 async function connect() {
   button.hidden = true
+  // The button had the focus: the keys typed next are for the shell.
+  term.focus()
   // Keys typed from now on wait for the shell, also while the ticket and the connection are on their way.
   creating = true
   earlyInput = ''

@@ -95,6 +95,19 @@ t.test('a client that acks is held to the window: unacknowledged output stays un
   c.ws.close()
 })
 
+t.test('under a flood no frame carries more than 64 KiB', async (t) => {
+  const frames: string[] = []
+  const batcher = new OutputBatcher((data) => frames.push(data))
+  batcher.push(Buffer.alloc(20_000, 0x61))
+  batcher.flush() // a run of 20 KB: output is now a stream, batched
+  // Two-byte characters: a cap counted in characters let a frame reach 128 KiB.
+  const read = Buffer.from('é'.repeat(2_047))
+  for (let i = 0; i < 100; i++) batcher.push(read)
+  batcher.flush()
+  t.equal(frames.join(''), 'a'.repeat(20_000) + 'é'.repeat(204_700), 'everything went out, in order')
+  t.ok(frames.every((f) => Buffer.byteLength(f) <= 65_536), `the largest frame ${Math.max(...frames.map((f) => Buffer.byteLength(f)))} bytes`)
+})
+
 t.test('a flood that ends on the size cap leaves Node\'s immediates working', async (t) => {
   // The flood's batching timer, cancelled when a frame fills up, must be cancelled as a timer: as
   // an immediate it broke Node's count, and an immediate queued from a socket's close handler then
@@ -105,8 +118,9 @@ t.test('a flood that ends on the size cap leaves Node\'s immediates working', as
   batcher.flush() // a run of 20 KB: output is now a stream
   batcher.push(Buffer.alloc(100, 0x61)) // batched on a timer
   batcher.push(Buffer.alloc(70_000, 0x61)) // over the 64 KiB cap: flushed at once
-  // 70,100 bytes leave as a 64 KiB frame and the rest; the PTY bytes are counted on the first.
-  t.same(frames, [20_000, 70_100, 0], 'the capped flush carries what the timer was holding')
+  // What the timer held goes first; then 70,000 bytes (more than a PTY read gives) leave as a
+  // 64 KiB frame and the rest, the PTY bytes counted on the first.
+  t.same(frames, [20_000, 100, 70_000, 0], 'the capped flush sends what the timer was holding')
   const laterTimer = setTimeout(() => undefined, 3_000)
   t.teardown(() => clearTimeout(laterTimer))
   const delay = await new Promise<number>((resolve) => {
@@ -124,5 +138,5 @@ t.test('a flood that ends on the size cap leaves Node\'s immediates working', as
   })
   t.ok(delay < 500, `the immediate ran ${delay} ms after the close`)
   await new Promise((r) => setTimeout(r, 50))
-  t.same(frames, [20_000, 70_100, 0], 'the cancelled timer sent nothing more')
+  t.same(frames, [20_000, 100, 70_000, 0], 'the cancelled timer sent nothing more')
 })

@@ -1,6 +1,9 @@
 import { StringDecoder } from 'node:string_decoder'
 
-/** A frame never carries more than this many bytes of PTY output; larger bursts are split. */
+/**
+ * A frame carries at most this many bytes of PTY output (a read is at most 64 KiB, Node's read
+ * size; a character split between reads goes whole into the later frame).
+ */
 const MAX_FRAME_BYTES = 64 * 1024
 /** Output is a stream once this much has come without a pause of STREAM_GAP_MS; then it is batched for BATCH_MS. */
 const STREAM_BYTES = 16 * 1024
@@ -40,6 +43,8 @@ export class OutputBatcher {
 
   /** Take one read from the PTY. */
   push(chunk: Buffer): void {
+    // What is pending goes first when this read would take the frame past the cap.
+    if (this.#bytes > 0 && this.#bytes + chunk.length > MAX_FRAME_BYTES) this.flush()
     this.#chunks.push(chunk)
     this.#bytes += chunk.length
     if (this.#bytes >= MAX_FRAME_BYTES || (this.#scheduled === null && this.#bytes <= ECHO_BYTES && this.#run < STREAM_BYTES)) this.flush()

@@ -93,7 +93,7 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   t.match(csp, /connect-src 'self'/)
   t.equal(page.headers.get('cache-control'), 'no-store')
   const body = await page.text()
-  for (const asset of ['xterm.js', 'addon-fit.js', 'addon-unicode11.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
+  for (const asset of ['xterm.js', 'addon-fit.js', 'addon-unicode11.js', 'widths.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
   t.notMatch(body, /https?:\/\//, 'nothing from a CDN')
   const before = Date.now()
   const res = await dev.post('/dev/terminal/ticket')
@@ -191,6 +191,7 @@ const ASSET_FILES: Record<string, [string, RegExp]> = {
   'xterm.css': ['node_modules/@xterm/xterm/css/xterm.css', /^text\/css/],
   'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
   'addon-unicode11.js': ['node_modules/@xterm/addon-unicode11/lib/addon-unicode11.js', /^text\/javascript/],
+  'widths.js': ['lib/platform/terminal-page/widths.js', /^text\/javascript/],
   'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
   'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
 }
@@ -204,6 +205,13 @@ t.test('the page\'s assets come from the installed packages', async (t) => {
   }
   t.equal((await fetch(`${base}/dev/terminal/assets/package.json`)).status, 404)
   t.equal((await fetch(`${base}/dev/terminal/assets/..%2F..%2Fpackage.json`)).status, 404)
+})
+
+const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widths.js'), 'utf8')
+const widthsGlibc = /glibc: '([0-9.]+)'/.exec(widthsFile)![1]
+const glibcHere = /([0-9]+\.[0-9]+)\s*$/m.exec(execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!)?.[1]
+t.test('widths.js is what scripts/shell-widths.py writes from this machine\'s glibc', { skip: glibcHere !== widthsGlibc && `the table is glibc ${widthsGlibc}'s; this machine has ${glibcHere}` }, async (t) => {
+  t.equal(execFileSync('python3', [path.join(ROOT, 'scripts/shell-widths.py')], { encoding: 'utf8' }), widthsFile)
 })
 
 t.test('the page names each asset with its content\'s version: that URL is cached for good, any other is checked again', async (t) => {

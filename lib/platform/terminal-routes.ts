@@ -25,6 +25,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'xterm.css': { file: path.join(XTERM_DIR, 'css/xterm.css'), type: 'text/css' },
   'addon-fit.js': { file: path.join(FIT_DIR, 'lib/addon-fit.js'), type: 'text/javascript' },
   'addon-unicode11.js': { file: path.join(UNICODE11_DIR, 'lib/addon-unicode11.js'), type: 'text/javascript' },
+  'widths.js': { file: path.join(PAGE_DIR, 'widths.js'), type: 'text/javascript' },
   'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
   'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
 }
@@ -69,6 +70,7 @@ const terminalPage = (): string => `<!doctype html>
 <script src="${assetUrl('xterm.js')}"></script>
 <script src="${assetUrl('addon-fit.js')}"></script>
 <script src="${assetUrl('addon-unicode11.js')}"></script>
+<script src="${assetUrl('widths.js')}"></script>
 <script src="${assetUrl('terminal.js')}"></script>
 </body>
 </html>

@@ -307,6 +307,21 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 502 }], 'and its access-log line')
 })
 
+t.test('something on the bridge\'s port that closes without answering, or answers what is not HTTP: 502, logged', async (t) => {
+  for (const [what, reply] of [['closes', null], ['answers junk', 'SSH-2.0-OpenSSH_9.2\r\n']] as const) {
+    const impostor = net.createServer((socket) => socket.once('data', () => (reply === null ? socket.destroy() : socket.end(reply))))
+    await new Promise<void>((resolve) => impostor.listen(0, '127.0.0.1', resolve))
+    const platform = await startPlatform({ env: { TERMINAL_PORT: String((impostor.address() as net.AddressInfo).port) } })
+    const answer = await upgradeAnswer(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN)
+    t.equal(answer.status, 502, what)
+    t.match(answer.requestId, /^[0-9a-f-]{36}$/, `${what}: the 502 carries X-Request-Id`)
+    for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+    t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', path: '/terminal-ws/ws', status: 502 }], `${what}: logged`)
+    await platform.stop()
+    impostor.close()
+  }
+})
+
 t.test('a request asking for an upgrade the platform does not offer (h2c) is served as plain HTTP/1.1, body and pipelined requests included', async (t) => {
   const body = JSON.stringify({ username: 'nobody_h2c', password: 'not the password' })
   const from = product.platform.logs.length

@@ -68,16 +68,16 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   socket.once('close', () => logRequest(logged, status ?? CLIENT_CLOSED))
   const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
   upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
-  upstream.once('close', () => (status ??= 502))
-  let connected = false
-  // Once connected, an error closes upstream, and the close below ends the client's side.
-  upstream.on('error', () => {
-    if (connected) return
+  const unavailable = (): void => {
+    if (status !== null || !socket.writable) return
     status = 502
     refuseUpgrade(socket, 502, 'terminal bridge unavailable', logged.requestId)
-  })
+  }
+  // Closed without an answer (or with one that is not the bridge's): 502 to a client still there.
+  upstream.once('close', unavailable)
+  // Before the connection: the bridge is down. After, an error closes upstream (above).
+  upstream.on('error', () => undefined)
   upstream.once('connect', () => {
-    connected = true
     upstream.setTimeout(0)
     upstream.setNoDelay(true)
     if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)

@@ -9,8 +9,11 @@ const children = new Map<string, ChildProcess>()
 let stopping = false
 let status = 0
 
-function run(name: string, script: string, flags: string[] = []): void {
-  const child = spawn(process.execPath, [...flags, path.join(here, script)], { stdio: 'inherit', env: process.env })
+/** The platform's own secrets: the bridge, whose account the shells share, never holds them. */
+const PLATFORM_ONLY = ['SESSION_SECRET', 'NAKAMA_SERVER_KEY', 'NAKAMA_HTTP_KEY']
+
+function run(name: string, script: string, flags: string[] = [], env: NodeJS.ProcessEnv = process.env): void {
+  const child = spawn(process.execPath, [...flags, path.join(here, script)], { stdio: 'inherit', env })
   children.set(name, child)
   child.once('exit', (code, signal) => {
     children.delete(name)
@@ -51,7 +54,9 @@ if (root && !process.env.TERMINAL_USER) {
   )
 } else {
   // The same V8 flag as bin/terminal-bridge (a small young generation bounds memory under a flood).
-  run('terminal-bridge', 'terminal-bridge.js', ['--max-semi-space-size=2'])
+  const bridgeEnv = { ...process.env }
+  for (const name of PLATFORM_ONLY) delete bridgeEnv[name]
+  run('terminal-bridge', 'terminal-bridge.js', ['--max-semi-space-size=2'], bridgeEnv)
 }
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

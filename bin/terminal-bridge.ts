@@ -8,6 +8,11 @@ import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
 import { createBridge } from '../lib/bridge/server.js'
 import { onStop } from '../lib/stop-signal.js'
 
+// Node opens its inspector on SIGUSR1, and the shells run as the account the bridge becomes, so they
+// may signal it: a debugger on 127.0.0.1:9229 would run their code inside the bridge, ticket secret
+// and all. A listener of its own takes the signal from Node (Node 20 has no --disable-sigusr1).
+process.on('SIGUSR1', () => undefined)
+
 /** SIGTERM: 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
 const SHUTDOWN_DEADLINE_MS = 4_500
 

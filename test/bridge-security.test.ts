@@ -184,6 +184,19 @@ t.test('no descriptor of the bridge is open in the shell, not even another sessi
   c.ws.close()
 })
 
+t.test('a shell that sends its bridge SIGUSR1 opens no debugger in it', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  await c.run('kill -USR1 $PPID')
+  await new Promise((r) => setTimeout(r, 500))
+  // Node's inspector would listen on 127.0.0.1:9229 and run any code sent to it inside the bridge.
+  t.notMatch(bridge.stderr(), /Debugger listening/, 'Node did not start its inspector')
+  t.match(await c.run('echo still-here'), /still-here/, 'the shell goes on')
+  t.match(await health(), { status: 'ok' }, 'the bridge still serves')
+  c.ws.close()
+})
+
 t.test('a root bridge becomes TERMINAL_USER before it accepts a connection, and its shells cannot look into it', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
   const status = readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')

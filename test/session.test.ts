@@ -73,6 +73,23 @@ t.test('SESSION_SECRET rotation over HTTP: "new,old" keeps old cookies; dropping
   t.equal((await fresh(newCookie)).status, 200, 'sealed with the new key')
 })
 
+t.test('a cookie resealed with another account\'s id is refused: the refresh token it holds is not that account\'s', async (t) => {
+  // What a leaked SESSION_SECRET (or a retired key still listed) gives: any cookie can be resealed.
+  const platform = await startPlatform({ env: { SESSION_SECRET: NEW } })
+  t.teardown(() => platform.stop())
+  const victim = await signUp(t, new Client(platform.url), 'Victim1')
+  const attacker = new Client(platform.url)
+  await signUp(t, attacker, 'Attacker1')
+  const keys = sealKeys([NEW])
+  const own = unseal(sessionOf(attacker)!, keys, Date.now())!
+  const forged = seal({ ...own, uid: victim.id, usn: victim.username }, keys)
+  const as = new Client(platform.url)
+  as.cookies.set('playfield_session', forged)
+  await expectError(t, await as.get('/api/auth/session'), 401, 'NO_SESSION', 'no session as the victim')
+  await expectError(t, await as.post('/api/leaderboards/submit', { leaderboardId: 'lantern-drift-score', score: 1 }), 401, 'NO_SESSION', 'no write in the victim\'s name')
+  t.equal((await attacker.get('/api/auth/session')).status, 200, 'the attacker\'s own cookie still works')
+})
+
 t.test('the cookie is Secure when the platform origin is https', async (t) => {
   const platform = await startPlatform({ env: { PLATFORM_ORIGINS: 'https://play.example.com,http://127.0.0.1:3000' } })
   t.teardown(() => platform.stop())

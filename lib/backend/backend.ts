@@ -22,8 +22,11 @@ export interface Backend {
   login(username: string, password: string): Promise<BackendSession>
   /** New session token (and refresh token) from a refresh token; 401 NO_SESSION when it is revoked or expired. */
   refresh(refreshToken: string): Promise<BackendSession>
-  /** Whether a refresh token is still good (signature, expiry, not revoked); checked on every request. */
-  sessionActive(refreshToken: string): Promise<boolean>
+  /**
+   * Whether a refresh token is still good (signature, expiry, not revoked) and is `userId`'s;
+   * checked on every request, so a cookie names only the account its token was issued to.
+   */
+  sessionActive(refreshToken: string, userId: string): Promise<boolean>
   /** Revoke the session the refresh token belongs to, and only that one. */
   logout(session: { token: string; refreshToken: string }): Promise<void>
 

@@ -111,12 +111,14 @@ function jwtExpiry(token: string): number | null {
 
 /**
  * The first of the request's cookies that opens and whose refresh token the backend still
- * honours; null when none does. Logout revokes the refresh token, so an old copy of a cookie
- * stops here, and a logged-out cookie another site put first cannot hide the user's own.
+ * honours, issued to the user the cookie names; null when none does. Logout revokes the refresh
+ * token, so an old copy of a cookie stops here, and a logged-out cookie another site put first
+ * cannot hide the user's own. A cookie sealed with a leaked SESSION_SECRET (one retired but still
+ * listed included) still names only the account whose token it holds.
  */
 export async function activeSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState | null> {
   for (const state of sessionCookie(config).read(ctx, now)) {
-    if (await backend.sessionActive(state.rt)) return state
+    if (await backend.sessionActive(state.rt, state.uid)) return state
   }
   return null
 }

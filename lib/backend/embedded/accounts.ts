@@ -104,8 +104,8 @@ export class AccountStore implements AccountPart {
     return this.#sessions.refresh(claims, row.username)
   }
 
-  async sessionActive(refreshToken: string): Promise<boolean> {
-    return this.#sessions.check(refreshToken) !== null
+  async sessionActive(refreshToken: string, userId: string): Promise<boolean> {
+    return this.#sessions.check(refreshToken)?.uid === userId
   }
 
   async logout(session: { token: string; refreshToken: string }): Promise<void> {

@@ -4,7 +4,7 @@ import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.j
 import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
-import { decodeClaims, noSession, toBackendSession } from './claims.js'
+import { decodeClaims, noSession, toBackendSession, type Claims } from './claims.js'
 import { backendUnavailable, NakamaError, type NakamaClient } from './client.js'
 import { Revocations } from './revocations.js'
 
@@ -116,7 +116,7 @@ export class NakamaAccounts implements AccountPart {
 
   /** Refresh keeps the token id and re-reads the username, so a renamed user gets the new name. */
   async refresh(refreshToken: string): Promise<BackendSession> {
-    if (!(await this.sessionActive(refreshToken))) throw noSession()
+    if (!(await this.#activeClaims(refreshToken))) throw noSession()
     try {
       return checkLifetime(toBackendSession(await this.client.request('POST', '/v2/account/session/refresh', { body: { token: refreshToken }, auth: 'server' })), this.now())
     } catch (err) {
@@ -125,11 +125,16 @@ export class NakamaAccounts implements AccountPart {
     }
   }
 
-  async sessionActive(refreshToken: string): Promise<boolean> {
+  async sessionActive(refreshToken: string, userId: string): Promise<boolean> {
+    return (await this.#activeClaims(refreshToken))?.uid === userId
+  }
+
+  /** The refresh token's claims while it is unexpired and not revoked; else null. */
+  async #activeClaims(refreshToken: string): Promise<Claims | null> {
     const claims = decodeClaims(refreshToken)
     const now = this.now()
-    if (!claims || claims.exp * 1000 <= now) return false
-    return !(await this.#revocations.isRevoked(claims.uid, claims.tid, now))
+    if (!claims || claims.exp * 1000 <= now) return null
+    return (await this.#revocations.isRevoked(claims.uid, claims.tid, now)) ? null : claims
   }
 
   /** Revoke in storage (every instance, survives Nakama restarts), then in Nakama's own cache. */

@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs'
+import net from 'node:net'
 import t from 'tap'
 import { WebSocket } from 'ws'
 import { alive, connect, ORIGIN, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
@@ -153,6 +154,47 @@ t.test('the bridge\'s open descriptors return to their baseline after 200 connec
   let after = await lasting()
   while (after > baseline && Date.now() < deadline) after = await lasting()
   t.ok(after <= baseline, `no descriptor leaked (baseline ${baseline}, after ${after})`)
+})
+
+/** A client's masked text frame (RFC 6455 §5.3), for a raw socket. */
+function maskedText(text: string): Buffer {
+  const payload = Buffer.from(text)
+  const mask = Buffer.from([1, 2, 3, 4])
+  const masked = payload.map((b, i) => b ^ mask[i % 4]!)
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked])
+}
+
+t.test('an upgrade read after SIGTERM gets 101 and the 1001 close, and no shell: nothing outlives the bridge', async (t) => {
+  const bridge = await startBridge()
+  // A shell that shrugs off SIGHUP keeps the shutdown going for its 2 s kill grace.
+  const a = await shell(bridge.port)
+  await a.run("trap '' HUP; true")
+  // Upgrade requests whose last line comes only after the signal (their sockets accepted before).
+  const late = await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      const socket = net.connect(bridge.port, '127.0.0.1')
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.write(`GET /ws?ticket=${encodeURIComponent(ticket())} HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n')
+      let received = Buffer.alloc(0)
+      socket.on('data', (d: Buffer) => (received = Buffer.concat([received, d])))
+      socket.on('error', () => undefined)
+      return { socket, received: () => received }
+    }),
+  )
+  await sleep(100)
+  const exited = bridge.stop('SIGTERM')
+  await sleep(30)
+  for (const { socket } of late) socket.write(Buffer.concat([Buffer.from('\r\n'), maskedText(JSON.stringify({ type: 'create' }))]))
+  t.same(await exited, { code: 0, signal: null })
+  for (const { received } of late) {
+    const text = received().toString('latin1')
+    t.match(text, /^HTTP\/1\.1 101 /, 'the upgrade completed')
+    const frame = received().subarray(text.indexOf('\r\n\r\n') + 4)
+    t.same([frame[0], frame.readUInt16BE(2)], [0x88, 1001], 'then a close frame, 1001, and no `created`')
+  }
+  t.equal(bridge.logs.filter((l) => l.event === 'terminal.session').length, 5, 'every connection logged')
+  t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && l.pid === null).length, 4, 'the late ones without a PTY')
 })
 
 t.test('SIGTERM closes every connection with 1001, ends every shell and exits 0 within 5 s', async (t) => {

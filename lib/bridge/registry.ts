@@ -6,6 +6,8 @@ export class Registry {
   readonly #terminals = new Map<number, Terminal>()
   readonly #account: ShellAccount
   readonly #shell: string
+  /** Set by disposeAll: the bridge is stopping, and no shell starts any more. */
+  #closed = false
 
   constructor(account: ShellAccount, shell: string) {
     this.#account = account
@@ -14,6 +16,7 @@ export class Registry {
 
   /** Spawn a login shell; it leaves the registry when it exits or is disposed. */
   spawn(cols: number, rows: number, events: TerminalEvents): Terminal {
+    if (this.#closed) throw new Error('the bridge is stopping')
     const terminal: Terminal = new Terminal(this.#account, this.#shell, cols, rows, {
       output: events.output,
       exit: (code, signal) => {
@@ -38,6 +41,7 @@ export class Registry {
 
   /** Dispose of every terminal; resolves when every session is ended. */
   async disposeAll(): Promise<void> {
+    this.#closed = true
     await Promise.all([...this.#terminals.values()].map((terminal) => this.dispose(terminal)))
   }
 }

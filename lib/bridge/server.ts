@@ -57,6 +57,9 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
   const connections = new Map<WebSocket, Promise<void>>()
+  /** Connections refused after their upgrade (the limit, a shutdown), until their close is done. */
+  const refused = new Set<Promise<void>>()
+  let stopping = false
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
   /** Connections that have answered their last ping (or opened since). */
   const answered = new WeakSet<WebSocket>()
@@ -112,11 +115,23 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         socket.end()
         setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
       })
-      if (connections.size >= config.maxConn) {
+      // An upgrade read after SIGTERM (its socket accepted before) gets the shutdown's close too.
+      const refusal = stopping ? ([CLOSE_GOING_AWAY, 'terminal bridge shutting down'] as const)
+        : connections.size >= config.maxConn ? ([CLOSE_TRY_AGAIN, 'terminal connection limit reached'] as const)
+        : null
+      if (refusal) {
         // Refused, but a connection all the same: it gets its session line, without a PTY.
         const startedAt = new Date().toISOString()
-        ws.once('close', () => sessionLog(sessionLine(claims, null, startedAt, 0, 0)))
-        return ws.close(CLOSE_TRY_AGAIN, 'terminal connection limit reached')
+        const closed = new Promise<void>((resolve) =>
+          ws.once('close', () => {
+            sessionLog(sessionLine(claims, null, startedAt, 0, 0))
+            refused.delete(closed)
+            resolve()
+          }),
+        )
+        refused.add(closed)
+        setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+        return ws.close(refusal[0], refusal[1])
       }
       const done = serveConnection(ws, claims, registry, log, sessionLog)
       connections.set(ws, done)
@@ -127,6 +142,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   })
 
   async function shutdown(): Promise<void> {
+    stopping = true
     clearInterval(heartbeat)
     server.close()
     const ending = [...connections.values()]
@@ -135,6 +151,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
     }
     await Promise.all([...ending, registry.disposeAll()])
+    // Refusals still closing, those made meanwhile included: each ends within CLOSE_HANDSHAKE_MS.
+    await Promise.all(refused)
   }
 
   return { server, shutdown }

@@ -158,7 +158,9 @@ function originList(value: string): string[] {
 function defaultOrigins(env: Env): string {
   const given = env.PORT
   if (!given || !/^[1-9][0-9]{0,4}$/.test(given) || Number(given) > 65535 || given === '3000') return DEFAULT_ORIGINS
-  return `${DEFAULT_ORIGINS},http://127.0.0.1:${given},http://localhost:${given}`
+  // As browsers write them: without the default port (PORT=80 is `http://127.0.0.1`).
+  const origin = (host: string): string => new URL(`http://${host}:${given}`).origin
+  return `${DEFAULT_ORIGINS},${origin('127.0.0.1')},${origin('localhost')}`
 }
 
 function common(env: Env) {

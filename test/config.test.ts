@@ -65,6 +65,8 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   t.same(loadPlatformConfig({ PORT: '8080' }).origins,
     ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://127.0.0.1:8080', 'http://localhost:8080'], 'without PLATFORM_ORIGINS, another PORT is a platform origin too')
   t.same(loadBridgeConfig({ PORT: '8080' }).origins, loadPlatformConfig({ PORT: '8080' }).origins, 'for the bridge as for the platform')
+  t.same(loadPlatformConfig({ PORT: '80' }).origins,
+    ['http://127.0.0.1:3000', 'http://localhost:3000', 'http://127.0.0.1', 'http://localhost'], 'port 80 as browsers write it, without the port')
   for (const port of ['3000', '0', '080', '70000', 'x']) {
     t.same(loadBridgeConfig({ PORT: port }).origins, ['http://127.0.0.1:3000', 'http://localhost:3000'], `PORT=${port} adds no origin`)
   }

@@ -93,7 +93,7 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     const statusLine = (chunk: Buffer): void => {
       answer = answer.length === 0 ? chunk : Buffer.concat([answer, chunk])
       const end = answer.indexOf('\r\n')
-      if (end < 0) {
+      if (end < 0 || end > MAX_STATUS_LINE) {
         if (answer.length > MAX_STATUS_LINE) upstream.destroy()
         return
       }

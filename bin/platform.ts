@@ -31,7 +31,7 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   await backend.syncLeaderboards([...catalogue.current().leaderboards.values()])
   const router = buildRouter({ config, backend, catalogue: () => catalogue.current(), now: Date.now })
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
-  attachTerminalProxy(server, config)
+  const terminalProxy = attachTerminalProxy(server, config)
   const port = await listen(server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
     throw listenProblem(err, 'HOST', config.host, 'PORT', config.port)
   })
@@ -45,7 +45,7 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   })
   onStop(() => {
     logLine({ event: 'platform.stopping' })
-    void closeGracefully(server, SHUTDOWN_GRACE_MS)
+    void Promise.all([terminalProxy.close(), closeGracefully(server, SHUTDOWN_GRACE_MS)])
       .then(() => backend.close())
       .then(() => process.exit(0))
   })

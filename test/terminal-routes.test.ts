@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { ORIGIN, startBridge, TermClient, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
+import { alive, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
 import { rawExchange } from './helpers/raw-http.js'
 import { WebSocket } from 'ws'
@@ -305,6 +305,36 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   t.match(answer.requestId, /^[0-9a-f-]{36}$/, 'the 502 carries X-Request-Id')
   for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await new Promise((r) => setTimeout(r, 20))
   t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 502 }], 'and its access-log line')
+})
+
+t.test('a platform stopping cuts the terminals it forwards after 1 s, each logged, even one whose client reads nothing', async (t) => {
+  const own = await startProduct()
+  t.teardown(() => own.bridge.stop())
+  const client = new Client(own.platform.url, ORIGIN)
+  t.equal((await client.post('/api/auth/register', { username: 'tunnel_cut', password: 'correct horse battery' })).status, 200)
+  users(own.dataDir, 'grant', 'tunnel_cut', 'developer')
+  const { ticket } = await (await again(() => client.post('/dev/terminal/ticket'))).json() as { ticket: string }
+  const ws = new WebSocket(`ws://127.0.0.1:${own.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN })
+  const c = new TermClient(ws)
+  await c.opened
+  c.send({ type: 'create' })
+  const pid = (await c.frame('created')).pid as number
+  // The client stops reading while the shell floods: the tunnel backs up.
+  c.send({ type: 'input', data: 'yes 0123456789abcdef\r' })
+  await new Promise((r) => setTimeout(r, 300))
+  ;(ws as unknown as { _socket: { pause(): void } })._socket.pause()
+  await new Promise((r) => setTimeout(r, 500))
+  const started = Date.now()
+  t.same(await own.platform.stop('SIGTERM'), { code: 0, signal: null })
+  const took = Date.now() - started
+  t.ok(took >= 900 && took < 5_000, `stopped after the tunnels' second, not the 9 s grace (${took} ms)`)
+  // The child's last output can come in after its exit event.
+  const lines = (): Record<string, unknown>[] => own.platform.logs.filter((l) => l.event === 'http.request' && l.path === '/terminal-ws/ws')
+  await until(() => lines().length > 0, 2_000, 'the access-log line').catch(() => undefined)
+  t.match(lines(), [{ status: 101 }], 'the terminal\'s access-log line')
+  await until(() => !alive(pid), 5_000, 'the shell to end')
+  t.notOk(alive(pid), 'the bridge ended the shell')
+  ws.terminate()
 })
 
 t.test('something on the bridge\'s port that closes without answering, or answers what is not HTTP: 502, logged', async (t) => {

@@ -13,6 +13,8 @@ import { pathnameOf } from '../http/target.js'
 const PREFIX = '/terminal-ws/'
 /** The bridge's status line comes within this many bytes (ws's is 34); more is not the bridge. */
 const MAX_STATUS_LINE = 1024
+/** At the platform's stop, forwarded connections still open after this long are cut. */
+const TUNNEL_GRACE_MS = 1_000
 /** A bridge that does not answer the connect within this long counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000
 /** After one side has closed, the other gets this long to close its end before it is cut. */
@@ -25,7 +27,9 @@ const CLOSE_GRACE_MS = 5_000
  * less its cookies; then the two sockets are piped. 502 when the bridge is down. An upgrade to any
  * other path is served as the plain request it also is.
  */
-export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): void {
+export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): TerminalProxy {
+  /** Both sockets of every forwarded connection, until each closes. */
+  const tunnels = new Set<Duplex>()
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     // Node has taken its own error listener off the socket: a reset would otherwise end the process.
     const socketOnError = (): void => {
@@ -39,11 +43,32 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
       // anew gets the new connection's own (headers, request).
       if ('setTimeout' in socket) (socket as net.Socket).setTimeout(0)
       const target = req.url ?? '/'
-      if (target.startsWith(PREFIX)) return forward(req, socket, head, config)
+      if (target.startsWith(PREFIX)) return forward(req, socket, head, config, tunnels)
       socket.off('error', socketOnError)
       reinject(server, req, socket, head)
     })
   })
+  return {
+    async close() {
+      // Each side's close event comes a turn after its destroy: waited for, the log lines are written.
+      const closed = [...tunnels].map((side) => new Promise((resolve) => side.once('close', resolve)))
+      const cut = setTimeout(() => {
+        for (const side of tunnels) side.destroy()
+      }, TUNNEL_GRACE_MS)
+      await Promise.all(closed)
+      clearTimeout(cut)
+    },
+  }
+}
+
+export interface TerminalProxy {
+  /**
+   * Cut every forwarded connection TUNNEL_GRACE_MS from now (at SIGTERM): a terminal is no request
+   * to finish, and a tunnel whose client reads nothing would otherwise hold the stop for its whole
+   * grace. Meanwhile a bridge stopping too (npm start) closes its own with 1001, which passes; after,
+   * the bridge ends each shell as for a client gone. Resolves once every one is closed and logged.
+   */
+  close(): Promise<void>
 }
 
 /**
@@ -53,7 +78,7 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
  * connection's time; 502 when the bridge is down or closed without answering, 499 when the
  * client left first.
  */
-function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>): void {
+function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>, tunnels: Set<Duplex>): void {
   const target = req.url ?? '/'
   const logged = {
     started: performance.now(),
@@ -67,6 +92,10 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   let status: number | null = null
   socket.once('close', () => logRequest(logged, status ?? CLIENT_CLOSED))
   const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
+  for (const side of [socket, upstream]) {
+    tunnels.add(side)
+    side.once('close', () => tunnels.delete(side))
+  }
   upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
   const unavailable = (): void => {
     if (status !== null || !socket.writable) return

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs'
 import net from 'node:net'
 import t from 'tap'
 import { WebSocket } from 'ws'
-import { alive, connect, ORIGIN, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
+import { alive, connect, maskedText, ORIGIN, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -155,14 +155,6 @@ t.test('the bridge\'s open descriptors return to their baseline after 200 connec
   while (after > baseline && Date.now() < deadline) after = await lasting()
   t.ok(after <= baseline, `no descriptor leaked (baseline ${baseline}, after ${after})`)
 })
-
-/** A client's masked text frame (RFC 6455 §5.3), for a raw socket. */
-function maskedText(text: string): Buffer {
-  const payload = Buffer.from(text)
-  const mask = Buffer.from([1, 2, 3, 4])
-  const masked = payload.map((b, i) => b ^ mask[i % 4]!)
-  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked])
-}
 
 t.test('an upgrade read after SIGTERM gets 101 and the 1001 close, and no shell: nothing outlives the bridge', async (t) => {
   const bridge = await startBridge()

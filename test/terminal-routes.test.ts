@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { alive, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
+import { alive, maskedText, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
 import { rawExchange } from './helpers/raw-http.js'
 import { WebSocket } from 'ws'
@@ -438,6 +438,28 @@ t.test('a /terminal-ws/ upgrade pipelined behind a request goes to the bridge af
     socket.on('error', reject)
   })
   t.same(text.split(/(?=HTTP\/1\.1 )/).map((a) => a.slice(9, 12)), ['200', '401'], 'the request\'s answer, then the bridge\'s refusal')
+})
+
+t.test('a terminal upgrade pipelined behind answers larger than the socket\'s buffer is read to the end', async (t) => {
+  // Node stops reading a socket whose pipelined answers back up; the upgrade must start it again.
+  const dev = await register('terminal_pipelined')
+  users(product.dataDir, 'grant', 'terminal_pipelined', 'developer')
+  const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+  const socket = net.connect(product.platform.port, '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  let got = ''
+  socket.setEncoding('latin1').on('data', (d: string) => (got += d))
+  socket.on('error', () => undefined)
+  socket.write('GET /api/games HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(3) +
+    `GET /terminal-ws/ws?ticket=${encodeURIComponent(ticket)} HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+    'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+  socket.write(maskedText(JSON.stringify({ type: 'create' })))
+  await until(() => got.includes('"type":"created"'), 10_000, 'created')
+  socket.write(maskedText(JSON.stringify({ type: 'input', data: 'echo pipelined-$((6*7))\r' })))
+  await until(() => got.includes('pipelined-42'), 10_000, 'the later input\'s output').catch(() => undefined)
+  t.match(got, /pipelined-42/, 'input sent after the upgrade reaches the shell')
+  t.equal(got.split('HTTP/1.1 200 ').length - 1, 3, 'the three answers came first')
+  socket.destroy()
 })
 
 t.test('a request read anew without its Upgrade gets the full request time, not the keep-alive time of the answer before it', async (t) => {

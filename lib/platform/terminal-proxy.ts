@@ -43,7 +43,10 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
       // anew gets the new connection's own (headers, request).
       if ('setTimeout' in socket) (socket as net.Socket).setTimeout(0)
       const target = req.url ?? '/'
-      if (target.startsWith(PREFIX)) return forward(req, socket, head, config, tunnels)
+      if (target.startsWith(PREFIX)) {
+        readAgain(socket)
+        return forward(req, socket, head, config, tunnels)
+      }
       socket.off('error', socketOnError)
       reinject(server, req, socket, head)
     })
@@ -137,6 +140,18 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     endAfterClose(upstream, socket)
     endAfterClose(socket, upstream)
   })
+}
+
+/**
+ * Node's HTTP server stops reading a socket whose pipelined answers back up, and starts it again
+ * when they drain, but not once the socket is upgraded: then nothing read it any more (the
+ * terminal got no input, and its close went unnoticed). Start it as net.Socket itself does.
+ */
+function readAgain(socket: Duplex): void {
+  const handle = (socket as { _handle?: { reading?: boolean; readStart?: () => number } })._handle
+  if (!handle || handle.reading !== false || typeof handle.readStart !== 'function') return
+  handle.reading = true
+  if (handle.readStart() !== 0) socket.destroy()
 }
 
 /**

@@ -147,6 +147,15 @@ export function upgradeAnswer(port: number, path: string, origin: string | undef
   })
 }
 
+/** A client's masked text frame (RFC 6455 §5.3) of under 126 bytes, for a raw socket. */
+export function maskedText(text: string): Buffer {
+  const payload = Buffer.from(text)
+  if (payload.length >= 126) throw new Error('maskedText: a short frame only')
+  const mask = Buffer.from([1, 2, 3, 4])
+  const masked = payload.map((b, i) => b ^ mask[i % 4]!)
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked])
+}
+
 /** Poll `test` every 50 ms until it holds (a TermClient's own `until` looks only when a frame comes). */
 export async function until(test: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms

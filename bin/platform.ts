@@ -11,6 +11,7 @@ import { CatalogueHolder, CatalogueInvalid, runCheck } from '../lib/catalogue/lo
 import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
+import { catalogueReloader } from '../lib/platform/catalogue-reload.js'
 import { onStop } from '../lib/stop-signal.js'
 
 /** SIGTERM: finish in-flight requests, then exit; never later than this. */
@@ -37,12 +38,7 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   })
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).
-  onReload(() => {
-    catalogue
-      .reload()
-      .then((ok: boolean) => (ok ? backend.syncLeaderboards([...catalogue.current().leaderboards.values()]) : undefined))
-      .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
-  })
+  onReload(catalogueReloader(catalogue, backend))
   onStop(() => {
     logLine({ event: 'platform.stopping' })
     void Promise.all([terminalProxy.close(), closeGracefully(server, SHUTDOWN_GRACE_MS)])

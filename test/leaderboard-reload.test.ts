@@ -1,6 +1,7 @@
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
+import Database from 'better-sqlite3'
 import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
 const FIXTURES = path.join(ROOT, 'test/fixtures/leaderboards')
@@ -48,4 +49,29 @@ t.test('a catalogue reload (SIGHUP) adds, reconfigures and withdraws leaderboard
   const gone = await players[0]!.client.get('/api/leaderboards/fx-daily')
   t.equal(gone.status, 404)
   t.same(await gone.json(), { error: 'no leaderboard "fx-daily"', code: 'LEADERBOARD_NOT_FOUND' })
+})
+
+t.test('a reload whose boards the database cannot take at once (another process holds its lock) is applied once it can', async (t) => {
+  const manifests = tempDir()
+  cpSync(FIXTURES, manifests, { recursive: true })
+  const dataDir = tempDir()
+  const platform = await startPlatform({ dataDir, env: { MANIFESTS_DIR: manifests } })
+  t.teardown(() => platform.stop())
+  const client = new Client(platform.url)
+  t.equal((await client.post('/api/auth/guest')).status, 200)
+  const file = path.join(manifests, 'fixture-boards.json')
+  const game = JSON.parse(readFileSync(file, 'utf8'))
+  game.leaderboards.ids.push('fx-late')
+  game.leaderboards.configs['fx-late'] = { type: 'score' }
+  writeFileSync(file, JSON.stringify(game))
+  // A writer in another process (an operator's sqlite3 session) holds the lock past the 5 s wait.
+  const holder = new Database(path.join(dataDir, 'playfield.sqlite'))
+  holder.exec('BEGIN IMMEDIATE')
+  platform.child.kill('SIGHUP')
+  t.ok(await until(async () => platform.logs.some((l) => l.event === 'catalogue.sync_failed')), 'the refused sync is logged')
+  holder.exec('ROLLBACK')
+  holder.close()
+  t.ok(await until(async () => (await client.get('/api/leaderboards/fx-late')).status === 200), 'the new board is served once the lock is gone')
+  const written = await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-late', score: 3 })
+  t.match(await written.json(), { success: true, record: { leaderboard_id: 'fx-late', score: 3, rank: 1 } })
 })

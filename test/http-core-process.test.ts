@@ -32,6 +32,9 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     ['/api/games/a\\b', '/api/games/a/b'],
     ['/api/games/x/../{y}', '/api/games/%7By%7D'],
     ['/api/games/%22q%5C?n="1"', '/api/games/%22q%5C'],
+    // A scheme URL parsing knows nothing of keeps a backslash in its path, and \u0022 is a quote in JSON.
+    ['foo://x/a\\', '/a%5C'],
+    ['foo://x/b\\u0022c', '/b%5Cu0022c'],
   ]
   for (const [target, path] of odd) {
     const res = await rawRequest(platform.url, 'GET', target)

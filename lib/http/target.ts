@@ -13,7 +13,10 @@ const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
 export function pathnameOf(target: string): string | null {
   const q = target.indexOf('?')
   const path = q < 0 ? target : target.slice(0, q)
-  return PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.') ? path : (parseTarget(target)?.pathname ?? null)
+  if (PLAIN_PATH.test(path) && path.charCodeAt(1) !== 0x2f && !path.includes('/.')) return path
+  // URL parsing escapes every character JSON would, but keeps a backslash in the path of a scheme
+  // it does not know (`foo://x/a\`): escaped too, the access log writes every path as it is.
+  return parseTarget(target)?.pathname.replaceAll('\\', '%5C') ?? null
 }
 
 /**

@@ -4,11 +4,15 @@ import { gameNotFound } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import type { App } from './app.js'
+import { floodGuard } from './flood-guard.js'
 
 /** `POST /api/games/{id}/launch` (spec 2.4 and 4 rule 3, CONTRACT §3). */
 export function launchRoutes(router: Router, app: App): void {
+  // Each launch is a row in the backend: one account must not write them without end.
+  const flood = floodGuard('launches')
   router.add('POST', '/api/games/:id/launch', async (ctx) => {
     const user = await app.auth.require(ctx)
+    flood(user.id, app.now())
     // Body empty or a JSON object whose keys are ignored; any other JSON is 400.
     await readIgnoredBody(ctx.req)
     const game = app.catalogue().games.get(ctx.params.id!)

@@ -1,15 +1,13 @@
 import { check, readBody } from '../http/body.js'
-import { HttpError, rateLimited } from '../http/errors.js'
+import { HttpError } from '../http/errors.js'
 import { leaderboardNotFound } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
-import { MemoryLimiter, type Rule } from '../limiter.js'
 import type { LeaderboardRecord } from '../backend/backend.js'
 import type { App } from './app.js'
+import { floodGuard } from './flood-guard.js'
 import { LeaderboardQuery, SubmitBody } from './schemas.js'
 
-/** Submissions per user: 20 a second with bursts of 40, against floods (issue 4). */
-const SUBMIT_RULE: Rule = Object.freeze({ capacity: 40, refill: 20, intervalMs: 1000 })
 /** CONTRACT §3: metadata is at most 2 KiB as UTF-8 JSON text. */
 const MAX_METADATA_BYTES = 2048
 // Deeper metadata is refused whatever its size, so a deep body never reaches the recursive JSON.stringify.
@@ -18,12 +16,11 @@ const DEFAULT_LIMIT = 20
 
 /** `POST /api/leaderboards/submit` and `GET /api/leaderboards/{id}` (spec 2.5, CONTRACT §3). */
 export function leaderboardRoutes(router: Router, app: App): void {
-  const flood = new MemoryLimiter(SUBMIT_RULE)
+  const flood = floodGuard('submissions')
 
   router.add('POST', '/api/leaderboards/submit', async (ctx) => {
     const user = await app.auth.require(ctx)
-    const taken = flood.take(user.id, app.now())
-    if (!taken.allowed) throw rateLimited('too many submissions', taken.waitMs)
+    flood(user.id, app.now())
     const body = await readBody(ctx.req, SubmitBody)
     const metadata = body.metadata === undefined ? undefined : metadataText(body.metadata)
     requireBoard(app, body.leaderboardId)

@@ -107,7 +107,7 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   }
   // Closed without an answer (or with one that is not the bridge's): 502 to a client still there.
   upstream.once('close', unavailable)
-  // Before the connection: the bridge is down. After, an error closes upstream (above).
+  // Any error (the bridge down, a reset) closes upstream: the listener above answers, or the pipe ends.
   upstream.on('error', () => undefined)
   upstream.once('connect', () => {
     upstream.setTimeout(0)

@@ -69,6 +69,15 @@ t.test('a reload whose boards the database cannot take at once (another process 
   holder.exec('BEGIN IMMEDIATE')
   platform.child.kill('SIGHUP')
   t.ok(await until(async () => platform.logs.some((l) => l.event === 'catalogue.sync_failed')), 'the refused sync is logged')
+  // The retries (every 2 s) do not wait for the lock: requests meanwhile are not held 5 s each time.
+  let slowest = 0
+  for (const stop = Date.now() + 5_000; Date.now() < stop; await new Promise((r) => setTimeout(r, 200))) {
+    const started = Date.now()
+    t.equal((await client.get('/api/games')).status, 200)
+    slowest = Math.max(slowest, Date.now() - started)
+  }
+  t.ok(slowest < 2_000, `no request held while the lock lasts (slowest ${slowest} ms)`)
+  t.ok(platform.logs.filter((l) => l.event === 'catalogue.sync_failed').length >= 2, 'retried meanwhile')
   holder.exec('ROLLBACK')
   holder.close()
   t.ok(await until(async () => (await client.get('/api/leaderboards/fx-late')).status === 200), 'the new board is served once the lock is gone')

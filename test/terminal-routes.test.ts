@@ -337,6 +337,29 @@ t.test('a platform stopping cuts the terminals it forwards after 1 s, each logge
   ws.terminate()
 })
 
+t.test('a terminal upgrade the platform reads after its SIGTERM is refused, 503, logged', async (t) => {
+  const own = await startProduct()
+  t.teardown(() => own.bridge.stop())
+  const socket = net.connect(own.platform.port, '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  let got = ''
+  socket.setEncoding('latin1').on('data', (d: string) => (got += d))
+  socket.on('error', () => undefined)
+  socket.write(`GET /terminal-ws/ws?ticket=x HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n`)
+  await new Promise((r) => setTimeout(r, 200))
+  const stopped = own.platform.stop('SIGTERM')
+  await new Promise((r) => setTimeout(r, 200))
+  socket.write('Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+  await until(() => got.includes('\r\n\r\n'), 5_000, 'the answer').catch(() => undefined)
+  t.match(got, /^HTTP\/1\.1 503 /, 'refused')
+  const id = /x-request-id: ([0-9a-f-]+)/i.exec(got)?.[1]
+  t.ok(id, 'with its X-Request-Id')
+  t.same(await stopped, { code: 0, signal: null })
+  await until(() => own.platform.logs.some((l) => l.id === id), 2_000, 'the line').catch(() => undefined)
+  t.match(own.platform.logs.filter((l) => l.id === id), [{ event: 'http.request', path: '/terminal-ws/ws', status: 503 }], 'logged')
+  socket.destroy()
+})
+
 t.test('something on the bridge\'s port that closes without answering, or answers what is not HTTP: 502, logged', async (t) => {
   for (const [what, reply] of [['closes', null], ['answers junk', 'SSH-2.0-OpenSSH_9.2\r\n']] as const) {
     const impostor = net.createServer((socket) => socket.once('data', () => (reply === null ? socket.destroy() : socket.end(reply))))
@@ -444,22 +467,27 @@ t.test('a terminal upgrade pipelined behind answers larger than the socket\'s bu
   // Node stops reading a socket whose pipelined answers back up; the upgrade must start it again.
   const dev = await register('terminal_pipelined')
   users(product.dataDir, 'grant', 'terminal_pipelined', 'developer')
-  const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
-  const socket = net.connect(product.platform.port, '127.0.0.1')
-  await new Promise((resolve) => socket.once('connect', resolve))
-  let got = ''
-  socket.setEncoding('latin1').on('data', (d: string) => (got += d))
-  socket.on('error', () => undefined)
-  socket.write('GET /api/games HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(3) +
-    `GET /terminal-ws/ws?ticket=${encodeURIComponent(ticket)} HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
-    'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
-  socket.write(maskedText(JSON.stringify({ type: 'create' })))
-  await until(() => got.includes('"type":"created"'), 10_000, 'created')
-  socket.write(maskedText(JSON.stringify({ type: 'input', data: 'echo pipelined-$((6*7))\r' })))
-  await until(() => got.includes('pipelined-42'), 10_000, 'the later input\'s output').catch(() => undefined)
-  t.match(got, /pipelined-42/, 'input sent after the upgrade reaches the shell')
-  t.equal(got.split('HTTP/1.1 200 ').length - 1, 3, 'the three answers came first')
-  socket.destroy()
+  // Answers of half a megabyte each (xterm.js), and a create sent before the 101 is read.
+  const asset = 'GET /dev/terminal/assets/xterm.js HTTP/1.1\r\nHost: a\r\n\r\n'
+  for (const [round, answers] of [[1, 3], [2, 8], [3, 8]] as const) {
+    const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+    const socket = net.connect(product.platform.port, '127.0.0.1')
+    await new Promise((resolve) => socket.once('connect', resolve))
+    let got = ''
+    socket.setEncoding('latin1').on('data', (d: string) => (got += d))
+    socket.on('error', () => undefined)
+    socket.write(asset.repeat(answers) +
+      `GET /terminal-ws/ws?ticket=${encodeURIComponent(ticket)} HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
+    socket.write(maskedText(JSON.stringify({ type: 'create' })))
+    await until(() => got.includes('"type":"created"'), 10_000, 'created').catch(() => undefined)
+    t.match(got, /"type":"created"/, `round ${round}: the create sent before the 101 was read`)
+    socket.write(maskedText(JSON.stringify({ type: 'input', data: 'echo pipelined-$((6*7))\r' })))
+    await until(() => got.includes('pipelined-42'), 10_000, 'the later input\'s output').catch(() => undefined)
+    t.match(got, /pipelined-42/, `round ${round}: input sent after the upgrade reaches the shell`)
+    t.equal(got.split('HTTP/1.1 200 ').length - 1, answers, `round ${round}: the answers came first`)
+    socket.destroy()
+  }
 })
 
 t.test('a request read anew without its Upgrade gets the full request time, not the keep-alive time of the answer before it', async (t) => {

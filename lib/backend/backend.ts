@@ -54,8 +54,11 @@ export interface Backend {
   /** Record a launched game session. */
   recordLaunch(launch: Launch): Promise<void>
 
-  /** Make every leaderboard exist with its resolved configuration (at start and on catalogue reload). */
-  syncLeaderboards(boards: LeaderboardConfig[]): Promise<void>
+  /**
+   * Make every leaderboard exist with its resolved configuration (at start and on catalogue reload).
+   * `wait: false` (a retry): refuse at once rather than wait for a lock another process holds.
+   */
+  syncLeaderboards(boards: LeaderboardConfig[], options?: { wait?: boolean }): Promise<void>
   /** Write a score for a user with the leaderboard's operator (Nakama semantics, CONTRACT §3). */
   writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord>
   /** A page of the current period's records in rank order, plus the owner's own record when ranked. */

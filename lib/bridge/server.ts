@@ -152,7 +152,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     }
     await Promise.all([...ending, registry.disposeAll()])
     // Refusals still closing, those made meanwhile included: each ends within CLOSE_HANDSHAKE_MS.
-    await Promise.all(refused)
+    while (refused.size > 0) await Promise.all(refused)
   }
 
   return { server, shutdown }

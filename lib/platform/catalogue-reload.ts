@@ -13,17 +13,19 @@ const SYNC_RETRY_MS = 2_000
  */
 export function catalogueReloader(catalogue: CatalogueHolder, backend: Backend): () => void {
   let retry: NodeJS.Timeout | undefined
-  const sync = (): void => {
+  // The first try waits for a lock as every write does; a retry refuses at once and comes back
+  // later, so a lock held for long does not stall every request again and again.
+  const sync = (wait: boolean): void => {
     clearTimeout(retry)
-    backend.syncLeaderboards([...catalogue.current().leaderboards.values()]).catch((err: unknown) => {
+    backend.syncLeaderboards([...catalogue.current().leaderboards.values()], { wait }).catch((err: unknown) => {
       logLine({ event: 'catalogue.sync_failed', error: err instanceof Error ? err.message : String(err), retryInMs: SYNC_RETRY_MS })
-      retry = setTimeout(sync, SYNC_RETRY_MS).unref()
+      retry = setTimeout(() => sync(false), SYNC_RETRY_MS).unref()
     })
   }
   return () => {
     catalogue
       .reload()
-      .then((ok: boolean) => ok && sync())
+      .then((ok: boolean) => ok && sync(true))
       .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
   }
 }

@@ -28,8 +28,8 @@ const CLOSE_GRACE_MS = 5_000
  * other path is served as the plain request it also is.
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): TerminalProxy {
-  /** Both sockets of every forwarded connection, until each closes. */
-  const tunnels = new Set<Duplex>()
+  /** Both sockets of every forwarded connection, until each closes; set stopping at close(). */
+  const state: Tunnels = { open: new Set<Duplex>(), stopping: false }
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     // Node has taken its own error listener off the socket: a reset would otherwise end the process.
     const socketOnError = (): void => {
@@ -44,8 +44,10 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
       if ('setTimeout' in socket) (socket as net.Socket).setTimeout(0)
       const target = req.url ?? '/'
       if (target.startsWith(PREFIX)) {
+        // Bytes read before the bridge's socket connects wait in the socket (pipe() takes them).
+        socket.pause()
         readAgain(socket)
-        return forward(req, socket, head, config, tunnels)
+        return forward(req, socket, head, config, state)
       }
       socket.off('error', socketOnError)
       reinject(server, req, socket, head)
@@ -53,15 +55,21 @@ export function attachTerminalProxy(server: http.Server, config: Readonly<Platfo
   })
   return {
     async close() {
+      state.stopping = true
       // Each side's close event comes a turn after its destroy: waited for, the log lines are written.
-      const closed = [...tunnels].map((side) => new Promise((resolve) => side.once('close', resolve)))
+      const closed = [...state.open].map((side) => new Promise((resolve) => side.once('close', resolve)))
       const cut = setTimeout(() => {
-        for (const side of tunnels) side.destroy()
+        for (const side of state.open) side.destroy()
       }, TUNNEL_GRACE_MS)
       await Promise.all(closed)
       clearTimeout(cut)
     },
   }
+}
+
+interface Tunnels {
+  readonly open: Set<Duplex>
+  stopping: boolean
 }
 
 export interface TerminalProxy {
@@ -81,7 +89,7 @@ export interface TerminalProxy {
  * connection's time; 502 when the bridge is down or closed without answering, 499 when the
  * client left first.
  */
-function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>, tunnels: Set<Duplex>): void {
+function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config: Readonly<PlatformConfig>, tunnels: Tunnels): void {
   const target = req.url ?? '/'
   const logged = {
     started: performance.now(),
@@ -92,12 +100,18 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     ip: clientAddress(req, config.trustProxy).ip,
     log: undefined,
   }
+  if (tunnels.stopping) {
+    // Read after the stop began (its socket accepted before): no new terminal through here. Logged
+    // now: the process may end before this socket's close event.
+    refuseUpgrade(socket, 503, 'the platform is shutting down', logged.requestId)
+    return logRequest(logged, 503)
+  }
   let status: number | null = null
   socket.once('close', () => logRequest(logged, status ?? CLIENT_CLOSED))
   const upstream = net.connect({ host: config.terminalHost, port: config.terminalPort })
   for (const side of [socket, upstream]) {
-    tunnels.add(side)
-    side.once('close', () => tunnels.delete(side))
+    tunnels.open.add(side)
+    side.once('close', () => tunnels.open.delete(side))
   }
   upstream.setTimeout(CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('connect timeout')))
   const unavailable = (): void => {

@@ -63,11 +63,19 @@ export class LeaderboardStore implements LeaderboardPart {
    * the stored one (unlike Nakama, which keeps the first): the new sort order re-ranks the current
    * records, a new operator applies to later writes, a new schedule starts a new period.
    */
-  async syncLeaderboards(configs: LeaderboardConfig[]): Promise<void> {
+  async syncLeaderboards(configs: LeaderboardConfig[], options: { wait?: boolean } = {}): Promise<void> {
     const now = Date.now()
-    this.db.transaction(() => {
-      for (const c of configs) this.#sql.upsertBoard.run(c.id, c.operator, c.sortOrder, c.resetSchedule, c.authoritative ? 1 : 0, now)
-    })()
+    // The wait for another process's lock blocks the event loop (better-sqlite3 is synchronous):
+    // a retry does not wait, it comes back later.
+    const waitMs = Number(this.db.pragma('busy_timeout', { simple: true }))
+    if (options.wait === false) this.db.pragma('busy_timeout = 0')
+    try {
+      this.db.transaction(() => {
+        for (const c of configs) this.#sql.upsertBoard.run(c.id, c.operator, c.sortOrder, c.resetSchedule, c.authoritative ? 1 : 0, now)
+      })()
+    } finally {
+      if (options.wait === false) this.db.pragma(`busy_timeout = ${waitMs}`)
+    }
     const boards = new Map<string, Board>()
     for (const c of configs) {
       const old = this.#boards.get(c.id)

@@ -67,14 +67,18 @@ export class LeaderboardStore implements LeaderboardPart {
     const now = Date.now()
     // The wait for another process's lock blocks the event loop (better-sqlite3 is synchronous):
     // a retry does not wait, it comes back later.
-    const waitMs = Number(this.db.pragma('busy_timeout', { simple: true }))
-    if (options.wait === false) this.db.pragma('busy_timeout = 0')
-    try {
-      this.db.transaction(() => {
-        for (const c of configs) this.#sql.upsertBoard.run(c.id, c.operator, c.sortOrder, c.resetSchedule, c.authoritative ? 1 : 0, now)
-      })()
-    } finally {
-      if (options.wait === false) this.db.pragma(`busy_timeout = ${waitMs}`)
+    const upsert = this.db.transaction(() => {
+      for (const c of configs) this.#sql.upsertBoard.run(c.id, c.operator, c.sortOrder, c.resetSchedule, c.authoritative ? 1 : 0, now)
+    })
+    if (options.wait !== false) upsert()
+    else {
+      const waitMs = Number(this.db.pragma('busy_timeout', { simple: true }))
+      this.db.pragma('busy_timeout = 0')
+      try {
+        upsert()
+      } finally {
+        this.db.pragma(`busy_timeout = ${waitMs}`)
+      }
     }
     const boards = new Map<string, Board>()
     for (const c of configs) {

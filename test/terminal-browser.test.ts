@@ -165,22 +165,29 @@ for (const [emoji, user] of [['\u{1F600}', 'browser_emoji'], ['\u{1FAE0}', 'brow
     const page = await signedIn(user, true)
     await page.goto(`${origin}/dev/terminal`)
     await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
-    await page.locator('.xterm').click()
-    await page.keyboard.type(`echo ${emoji}${emoji}${emoji}abc`)
-    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowLeft')
-    await page.keyboard.type('Z')
-    // With one column per emoji on screen, readline's cursor moves by two landed elsewhere and the
-    // screen showed `echo 😀Z😀abc` for the line `echo 😀😀Z😀abc`.
     // Functions, not strings: the page's CSP refuses eval, which a polled string predicate needs.
     // (Each runs in the page, serialized: neither can call the other.)
     const cursorLine = (): string => {
       const b = term.buffer.active
       return b.getLine(b.baseY + b.cursorY)?.translateToString(true) ?? ''
     }
+    // Keys typed before readline has the terminal are echoed by the tty as well as by readline.
     await page.waitForFunction(() => {
       const b = term.buffer.active
-      return (b.getLine(b.baseY + b.cursorY)?.translateToString(true) ?? '').includes('Z')
+      return /[$#] $/.test(b.getLine(b.baseY + b.cursorY)?.translateToString(false).trimEnd() + ' ')
     }, undefined, { timeout: 15_000 })
+    await page.locator('.xterm').click()
+    await page.keyboard.type(`echo ${emoji}${emoji}${emoji}abc`)
+    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowLeft')
+    await page.keyboard.type('Z')
+    // With one column per emoji on screen, readline's cursor moves by two landed elsewhere and the
+    // screen showed `echo 😀Z😀abc` for the line `echo 😀😀Z😀abc`. Readline's redraw of the insert
+    // (`Z😀abc` and the cursor's way back) may come in more than one frame: the line is compared once it
+    // shows what is wanted or 5 s have passed, not at the first frame that has the Z.
+    await page.waitForFunction((want) => {
+      const b = term.buffer.active
+      return (b.getLine(b.baseY + b.cursorY)?.translateToString(true) ?? '').endsWith(want)
+    }, `echo ${emoji}${emoji}Z${emoji}abc`, { timeout: 5_000 }).catch(() => undefined)
     t.equal((await page.evaluate(cursorLine)).replace(/^.*(?=echo )/u, ''), `echo ${emoji}${emoji}Z${emoji}abc`, 'the screen shows the line the shell has')
     await page.keyboard.press('Enter')
     await page.waitForFunction((line) => (document.querySelector('.xterm-rows')?.textContent ?? '').includes(line), `${emoji}${emoji}Z${emoji}abc`, { timeout: 15_000 })

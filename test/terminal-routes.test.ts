@@ -1,8 +1,9 @@
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import { promisify } from 'node:util'
 import t from 'tap'
 import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { alive, maskedText, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
@@ -25,21 +26,13 @@ async function startProduct(env: Record<string, string> = {}): Promise<Product> 
   return { platform, bridge, dataDir }
 }
 
-function users(dataDir: string, ...args: string[]): void {
-  execFileSync(process.execPath, [PLATFORM_JS, 'users', ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') }, stdio: 'pipe' })
-}
-
 /**
- * Once more when the server closed the kept-alive socket just as fetch reused it: the CLI above
- * can take longer than the keep-alive timeout on a loaded machine, and that race is not under test.
+ * `bin/platform users ...`, run without blocking: while a synchronous child ran (seconds on a
+ * loaded machine), fetch could not see the platform close its kept-alive sockets, and the next
+ * request went out on one of them ("other side closed").
  */
-async function again(call: () => Promise<Response>): Promise<Response> {
-  try {
-    return await call()
-  } catch (err) {
-    if ((err as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw err
-    return call()
-  }
+async function users(dataDir: string, ...args: string[]): Promise<void> {
+  await promisify(execFile)(process.execPath, [PLATFORM_JS, 'users', ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') } })
 }
 
 const product = await startProduct()
@@ -84,8 +77,8 @@ t.test('a signed-in user without admission gets a 403 page that says why, and 40
 t.test('a developer gets the page and tickets; the grant and the revoke work at once', async (t) => {
   const dev = await register('terminal_dev')
   t.equal((await dev.get('/dev/terminal')).status, 403, 'before the grant')
-  users(product.dataDir, 'grant', 'terminal_dev', 'developer')
-  const page = await again(() => dev.get('/dev/terminal'))
+  await users(product.dataDir, 'grant', 'terminal_dev', 'developer')
+  const page = await dev.get('/dev/terminal')
   t.equal(page.status, 200)
   const csp = page.headers.get('content-security-policy') ?? ''
   t.match(csp, /default-src 'none'/)
@@ -104,15 +97,15 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   t.match(answer.ticket, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
   const expires = Date.parse(answer.expiresAt as string)
   t.ok(expires > before && expires <= Date.now() + 60_000, 'expires within 60 s')
-  users(product.dataDir, 'revoke', 'terminal_dev', 'developer')
-  t.equal((await again(() => dev.get('/dev/terminal'))).status, 403, 'after the revoke')
+  await users(product.dataDir, 'revoke', 'terminal_dev', 'developer')
+  t.equal((await dev.get('/dev/terminal')).status, 403, 'after the revoke')
   t.equal((await dev.post('/dev/terminal/ticket')).status, 403)
 })
 
 t.test('the ticket takes no body or {}: anything else gets the JSON body errors, and no ticket', async (t) => {
   const dev = await register('ticket_body_dev')
-  users(product.dataDir, 'grant', 'ticket_body_dev', 'developer')
-  t.equal((await again(() => dev.post('/dev/terminal/ticket', {}))).status, 200, '{}')
+  await users(product.dataDir, 'grant', 'ticket_body_dev', 'developer')
+  t.equal((await dev.post('/dev/terminal/ticket', {})).status, 200, '{}')
   t.equal((await dev.post('/dev/terminal/ticket', { ignored: true })).status, 200, 'an object: its keys are ignored, as for launch')
   await expectError(t, await dev.post('/dev/terminal/ticket', 'x', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE')
   await expectError(t, await dev.post('/dev/terminal/ticket', '{bad'), 400, 'INVALID_JSON')
@@ -122,16 +115,16 @@ t.test('the ticket takes no body or {}: anything else gets the JSON body errors,
 
 t.test('a ticket from a foreign origin is refused by the platform', async (t) => {
   const dev = await register('terminal_admin')
-  users(product.dataDir, 'grant', 'terminal_admin', 'admin')
-  const res = await again(() => dev.post('/dev/terminal/ticket', undefined, { origin: 'http://evil.example' }))
+  await users(product.dataDir, 'grant', 'terminal_admin', 'admin')
+  const res = await dev.post('/dev/terminal/ticket', undefined, { origin: 'http://evil.example' })
   t.equal(res.status, 403)
   t.match(await res.json(), { code: 'FORBIDDEN_ORIGIN' })
 })
 
 t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket opens a shell there', async (t) => {
   const dev = await register('terminal_proxy')
-  users(product.dataDir, 'grant', 'terminal_proxy', 'developer')
-  const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+  await users(product.dataDir, 'grant', 'terminal_proxy', 'developer')
+  const { ticket } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
   const ws = new WebSocket(`ws://127.0.0.1:${product.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN })
   const answered = new Promise<string | undefined>((resolve) => ws.once('upgrade', (res) => resolve(res.headers['x-request-id'] as string | undefined)))
   const c = new TermClient(ws)
@@ -164,9 +157,9 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
 
 t.test('through the platform too, a frame over 1 MiB closes with 1009 and bad UTF-8 with 1007', async (t) => {
   const dev = await register('terminal_proxy_close')
-  users(product.dataDir, 'grant', 'terminal_proxy_close', 'developer')
+  await users(product.dataDir, 'grant', 'terminal_proxy_close', 'developer')
   const open = async (): Promise<TermClient> => {
-    const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+    const { ticket } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
     const c = new TermClient(new WebSocket(`ws://127.0.0.1:${product.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN }))
     await c.opened
     c.send({ type: 'create' })
@@ -211,12 +204,12 @@ const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widt
 const widthsGlibc = /glibc: '([0-9.]+)'/.exec(widthsFile)![1]
 const glibcHere = /([0-9]+\.[0-9]+)\s*$/m.exec(execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!)?.[1]
 t.test('widths.js is what scripts/shell-widths.py writes from this machine\'s glibc', { skip: glibcHere !== widthsGlibc && `the table is glibc ${widthsGlibc}'s; this machine has ${glibcHere}` }, async (t) => {
-  t.equal(execFileSync('python3', [path.join(ROOT, 'scripts/shell-widths.py')], { encoding: 'utf8' }), widthsFile)
+  t.equal((await promisify(execFile)('python3', [path.join(ROOT, 'scripts/shell-widths.py')], { encoding: 'utf8' })).stdout, widthsFile)
 })
 
 t.test('the page names each asset with its content\'s version: that URL is cached for good, any other is checked again', async (t) => {
   const dev = await register('terminal_versions')
-  users(product.dataDir, 'grant', 'terminal_versions', 'developer')
+  await users(product.dataDir, 'grant', 'terminal_versions', 'developer')
   const body = await (await dev.get('/dev/terminal')).text()
   const urls = [...body.matchAll(/"(\/dev\/terminal\/assets\/[^"]+)"/g)].map((m) => m[1]!)
   t.same(urls.map((u) => u.replace(/^\/dev\/terminal\/assets\/|\?.*$/g, '')).sort(), Object.keys(ASSET_FILES).sort(), 'every asset')
@@ -312,8 +305,8 @@ t.test('a platform stopping cuts the terminals it forwards after 1 s, each logge
   t.teardown(() => own.bridge.stop())
   const client = new Client(own.platform.url, ORIGIN)
   t.equal((await client.post('/api/auth/register', { username: 'tunnel_cut', password: 'correct horse battery' })).status, 200)
-  users(own.dataDir, 'grant', 'tunnel_cut', 'developer')
-  const { ticket } = await (await again(() => client.post('/dev/terminal/ticket'))).json() as { ticket: string }
+  await users(own.dataDir, 'grant', 'tunnel_cut', 'developer')
+  const { ticket } = await (await client.post('/dev/terminal/ticket')).json() as { ticket: string }
   const ws = new WebSocket(`ws://127.0.0.1:${own.platform.port}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { origin: ORIGIN })
   const c = new TermClient(ws)
   await c.opened
@@ -466,11 +459,11 @@ t.test('a /terminal-ws/ upgrade pipelined behind a request goes to the bridge af
 t.test('a terminal upgrade pipelined behind answers larger than the socket\'s buffer is read to the end', async (t) => {
   // Node stops reading a socket whose pipelined answers back up; the upgrade must start it again.
   const dev = await register('terminal_pipelined')
-  users(product.dataDir, 'grant', 'terminal_pipelined', 'developer')
+  await users(product.dataDir, 'grant', 'terminal_pipelined', 'developer')
   // Answers of half a megabyte each (xterm.js), and a create sent before the 101 is read.
   const asset = 'GET /dev/terminal/assets/xterm.js HTTP/1.1\r\nHost: a\r\n\r\n'
   for (const [round, answers] of [[1, 3], [2, 8], [3, 8]] as const) {
-    const { ticket } = await (await again(() => dev.post('/dev/terminal/ticket'))).json() as { ticket: string }
+    const { ticket } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
     const socket = net.connect(product.platform.port, '127.0.0.1')
     await new Promise((resolve) => socket.once('connect', resolve))
     let got = ''

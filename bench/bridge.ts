@@ -10,11 +10,16 @@
  *     and the bridge's peak RSS meanwhile (<= 80 MiB);
  *   - RSS per idle connection with a shell (<= 2 MiB);
  *   - `seq 1 2000000; exit`: every byte delivered before `exit`, 10 runs of 10.
+ * Beside the echo, in the same rounds, a minimal `ws` + node-pty bridge (bench/minimal-bridge.ts):
+ * what any bridge of this design costs, as a reference for how much of the ratio is ours.
  * Loopback figures swing from run to run; the ratios are what to read.
  */
+import { fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { spawn as ptySpawn } from 'node-pty'
+import { WebSocket } from 'ws'
 import { resolveShellAccount } from '../lib/bridge/account.js'
 import { loadBridgeConfig } from '../lib/config.js'
 import { connect, SHELL_USER, startBridge, type TermClient } from '../test/helpers/terminal.js'
@@ -150,6 +155,28 @@ async function echoBridge(n: number): Promise<number[]> {
   c.ws.close()
   return times
 }
+async function echoMinimal(n: number, port: number): Promise<number[]> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/`)
+  await new Promise((resolve) => ws.once('open', resolve))
+  await sleep(300)
+  const keystroke = JSON.stringify({ type: 'input', data: 'k' })
+  const times = await echoTimes(
+    n,
+    () => ws.send(keystroke),
+    (arrived) =>
+      ws.on('message', (data) => {
+        if ((JSON.parse(data.toString()) as { type: string }).type === 'output') arrived()
+      }),
+  )
+  ws.close()
+  return times
+}
+/** Start bench/minimal-bridge.ts with the in-process side's PTY options; resolves to its port. */
+async function startMinimal(): Promise<number> {
+  const child = fork(fileURLToPath(new URL('minimal-bridge.js', import.meta.url)), [JSON.stringify(ptyOptions)])
+  process.once('exit', () => child.kill('SIGKILL'))
+  return new Promise((resolve) => child.once('message', (port) => resolve(port as number)))
+}
 async function echoInProcess(n: number): Promise<number[]> {
   const pty = ptySpawn('/bin/bash', ['-c', 'stty raw -echo; exec cat'], ptyOptions)
   await sleep(300)
@@ -239,7 +266,8 @@ async function tail(): Promise<boolean> {
 }
 
 const through: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
-const echo: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
+const echo: { bridge: number[]; local: number[]; minimal: number[] } = { bridge: [], local: [], minimal: [] }
+const minimalPort = PARTS.has('echo') ? await startMinimal() : 0
 for (let round = 0; round < ROUNDS; round++) {
   if (PARTS.has('throughput')) {
     through.bridge.push(await throughputBridge())
@@ -248,6 +276,7 @@ for (let round = 0; round < ROUNDS; round++) {
   if (PARTS.has('echo')) {
     echo.local.push(...(await echoInProcess(Math.ceil(KEYSTROKES / ROUNDS))))
     echo.bridge.push(...(await echoBridge(Math.ceil(KEYSTROKES / ROUNDS))))
+    echo.minimal.push(...(await echoMinimal(Math.ceil(KEYSTROKES / ROUNDS), minimalPort)))
   }
 }
 console.log(`terminal bridge benchmark (${ROUNDS} rounds, ${CTRL_C_ROUNDS} for ctrl-c, medians; shell user ${account.username})`)
@@ -260,7 +289,9 @@ if (PARTS.has('throughput')) {
 if (PARTS.has('echo')) {
   const ep50 = percentile(echo.bridge, 0.5)
   const el50 = percentile(echo.local, 0.5)
+  const em50 = percentile(echo.minimal, 0.5)
   console.log(`echo${KEY_GAP_MS > 0 ? ` (keys ${KEY_GAP_MS} ms apart)` : '        '} bridge p50 ${fmt(ep50, 3)} ms p99 ${fmt(percentile(echo.bridge, 0.99), 3)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${fmt(percentile(echo.local, 0.99), 3)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
+  console.log(`             minimal ws + node-pty bridge p50 ${fmt(em50, 3)} ms p99 ${fmt(percentile(echo.minimal, 0.99), 3)} ms: ratio ${fmt(em50 / el50)} to in-process; the bridge ${fmt(ep50 / em50)} of it`)
 }
 if (PARTS.has('ctrlc')) {
   const ctrl = []

@@ -143,22 +143,16 @@ async function echoBridge(n: number): Promise<number[]> {
   c.send({ type: 'input', data: 'stty raw -echo; exec cat\r' })
   await sleep(300)
   c.ws.removeAllListeners('message')
-  const keystroke = JSON.stringify({ type: 'input', data: 'k' })
-  const times = await echoTimes(
-    n,
-    () => c.ws.send(keystroke),
-    (arrived) =>
-      c.ws.on('message', (data) => {
-        if ((JSON.parse(data.toString()) as { type: string }).type === 'output') arrived()
-      }),
-  )
-  c.ws.close()
-  return times
+  return echoOverWebSocket(c.ws, n)
 }
 async function echoMinimal(n: number, port: number): Promise<number[]> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/`)
   await new Promise((resolve) => ws.once('open', resolve))
   await sleep(300)
+  return echoOverWebSocket(ws, n)
+}
+/** echoTimes over a terminal WebSocket whose shell runs `cat` raw; closes it after. */
+async function echoOverWebSocket(ws: WebSocket, n: number): Promise<number[]> {
   const keystroke = JSON.stringify({ type: 'input', data: 'k' })
   const times = await echoTimes(
     n,

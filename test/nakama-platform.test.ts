@@ -1,11 +1,10 @@
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
-import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { Client, ROOT, runUsers, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { startFakeNakama } from './fake-nakama/server.js'
 import { SYSTEM_USER } from './fake-nakama/state.js'
@@ -199,15 +198,9 @@ t.test('DEV_ACCESS_USERS names match exactly on Nakama, where ALICE and alice ar
 
 t.test('bin/platform users grant works on Nakama at once (exact names)', async (t) => {
   const { client, id } = await register(a, name('Dev'))
-  const users = (...args: string[]) => new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, DATA_DIR: tempDir(), ...env } })
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => (out += d))
-    child.stderr.on('data', (d: Buffer) => (out += d))
-    child.on('close', (code) => resolve({ code, out }))
-  })
+  const users = (...args: string[]) => usersCommand(env, ...args)
   const granted = await users('grant', name('Dev'), 'developer')
-  t.equal(granted.code, 0, granted.out)
+  t.equal(granted.code, 0, granted.stdout + granted.stderr)
   t.same((await json(await on(b, client).get('/api/auth/session'))).user, { id, username: name('Dev'), roles: ['developer'] })
   t.not((await users('grant', name('dev'), 'developer')).code, 0, 'Nakama names are exact: another case is another (unknown) user')
 })
@@ -292,14 +285,7 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
 
 /** Run `bin/platform users …` with this environment; resolves with the exit code and both streams. */
 function usersCommand(commandEnv: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, DATA_DIR: tempDir(), ...commandEnv } })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d))
-    child.stderr.on('data', (d: Buffer) => (stderr += d))
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
+  return runUsers({ DATA_DIR: tempDir(), ...commandEnv }, ...args)
 }
 
 t.test('start-up: a refused key, a Nakama without the module, or a URL that is not Nakama is one config line and exit 2', onFake, async (t) => {

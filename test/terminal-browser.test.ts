@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import path from 'node:path'
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { Client, freePort, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { Client, freePort, runUsersOk, startPlatform, tempDir } from './helpers/platform.js'
 import { startBridge } from './helpers/terminal.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
@@ -48,10 +46,7 @@ async function signedIn(username: string, grant: boolean): Promise<Page> {
   const res = await client.post('/api/auth/register', { username, password: 'correct horse battery' })
   if (res.status !== 200) throw new Error(`register: ${res.status}`)
   if (grant) {
-    execFileSync(process.execPath, [PLATFORM_JS, 'users', 'grant', username, 'developer'], {
-      env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
-      stdio: 'pipe',
-    })
+    await runUsersOk({ DATA_DIR: dataDir }, 'grant', username, 'developer')
   }
   const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
   await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: origin })))

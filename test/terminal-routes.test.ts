@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { Client, ROOT, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { alive, maskedText, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
 import { rawExchange } from './helpers/raw-http.js'
@@ -26,14 +26,7 @@ async function startProduct(env: Record<string, string> = {}): Promise<Product> 
   return { platform, bridge, dataDir }
 }
 
-/**
- * `bin/platform users ...`, run without blocking: while a synchronous child ran (seconds on a
- * loaded machine), fetch could not see the platform close its kept-alive sockets, and the next
- * request went out on one of them ("other side closed").
- */
-async function users(dataDir: string, ...args: string[]): Promise<void> {
-  await promisify(execFile)(process.execPath, [PLATFORM_JS, 'users', ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir, MANIFESTS_DIR: path.join(ROOT, 'manifests') } })
-}
+const users = (dataDir: string, ...args: string[]): Promise<void> => runUsersOk({ DATA_DIR: dataDir }, ...args)
 
 const product = await startProduct()
 t.teardown(async () => {
@@ -204,7 +197,7 @@ const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widt
 const widthsGlibc = /glibc: '([0-9.]+)'/.exec(widthsFile)![1]
 const glibcHere = /([0-9]+\.[0-9]+)\s*$/m.exec(execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!)?.[1]
 t.test('widths.js is what scripts/shell-widths.py writes from this machine\'s glibc', { skip: glibcHere !== widthsGlibc && `the table is glibc ${widthsGlibc}'s; this machine has ${glibcHere}` }, async (t) => {
-  t.equal((await promisify(execFile)('python3', [path.join(ROOT, 'scripts/shell-widths.py')], { encoding: 'utf8' })).stdout, widthsFile)
+  t.equal((await promisify(execFile)('python3', [path.join(ROOT, 'scripts/shell-widths.py')])).stdout, widthsFile)
 })
 
 t.test('the page names each asset with its content\'s version: that URL is cached for good, any other is checked again', async (t) => {

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
-import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { Client, runUsers, startPlatform, tempDir } from './helpers/platform.js'
 import { signUp } from './helpers/accounts.js'
 
 const dataDir = tempDir()
@@ -15,15 +14,7 @@ function users(...args: string[]): Promise<{ code: number | null; stdout: string
 }
 
 function usersIn(dir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, DATA_DIR: dir, MANIFESTS_DIR: path.join(ROOT, 'manifests') },
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })))
+  return runUsers({ DATA_DIR: dir }, ...args)
 }
 
 const roles = async (c: Client): Promise<string[]> => ((await (await c.get('/api/auth/session')).json()) as { user: { roles: string[] } }).user.roles

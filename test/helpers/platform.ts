@@ -10,6 +10,30 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const PLATFORM_JS = path.join(ROOT, 'dist/bin/platform.js')
 export const BRIDGE_JS = path.join(ROOT, 'dist/bin/terminal-bridge.js')
 
+/**
+ * Run `bin/platform users …` as a child with `env` (DATA_DIR and what the backend needs) over a
+ * bare PATH; resolves with its exit code and both streams. Asynchronous on purpose: while a
+ * synchronous child ran (seconds on a loaded machine), fetch could not see a server close its
+ * kept-alive sockets, and the next request went out on one of them ("other side closed").
+ */
+export function runUsers(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, MANIFESTS_DIR: path.join(ROOT, 'manifests'), ...env },
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+/** runUsers for a step a test builds on (a grant, a revoke): throws when the command fails. */
+export async function runUsersOk(env: Record<string, string | undefined>, ...args: string[]): Promise<void> {
+  const { code, stderr } = await runUsers(env, ...args)
+  if (code !== 0) throw new Error(`bin/platform users ${args.join(' ')}: exit ${code}: ${stderr}`)
+}
+
 /** A TCP port free on loopback right now (the OS picks it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

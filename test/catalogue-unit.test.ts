@@ -81,3 +81,28 @@ t.test('a detail is re-serialized once its nextResetAt has passed, with a new ET
   t.equal(catalogue.detail('other', start), undefined)
   t.equal(catalogue.list.expiresAt, Infinity, 'the list carries no reset times')
 })
+
+t.test('fields whose values the spec lists as "values seen" take any text; "allowed values" stay closed', async (t) => {
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  base.theme = 'ocean-night'
+  base.leaderboards.configs.main = { type: 'points', label: 'Points' }
+  const capture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/bad-capture/broken-game.json'), 'utf8')).verifiedPlayCapture
+  base.verifiedPlayCapture = { ...capture, source: 'capture-on-demand', result: 'error' }
+  const text = JSON.stringify(base)
+  const built = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text }], 0)
+  t.strictSame(built.problems, [], 'a new theme, board type and capture result are not problems')
+  const catalogue = built.catalogue!
+  const detail = JSON.parse(catalogue.detail('broken-game', 0)!.identity.body.toString())
+  const { leaderboardDetails, success, ...game } = detail
+  t.equal(success, true)
+  t.strictSame(game, JSON.parse(text), 'served as written')
+  t.strictSame(leaderboardDetails.main, { operator: 'best', sortOrder: 'desc', resetSchedule: null, nextResetAt: null }, 'a type CONTRACT §5 does not name resolves to best, desc')
+
+  for (const [field, value] of [['status', 'alpha'], ['integrationType', 'canvas']] as const) {
+    const bad = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify({ ...base, [field]: value }) }], 0)
+    t.equal(bad.catalogue, null, `${field} ${value} is refused`)
+    t.match(bad.problems, [{ file: 'broken-game.json', path: `$.${field}`, message: /^must be one of / }])
+  }
+  const empty = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify({ ...base, theme: '' }) }], 0)
+  t.equal(empty.catalogue, null, 'an empty theme is still refused')
+})

@@ -34,9 +34,10 @@ const SECRETS = variable(
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
-const LIST = variable(Type.String({ pattern: '^[^\\s]*$' }), 'a comma list without spaces')
+// Spaces around the commas are allowed, as in PLATFORM_ORIGINS; not inside an entry.
+const LIST = variable(Type.String({ pattern: '^\\s*[^,\\s]*(\\s*,\\s*[^,\\s]*)*\\s*$' }), 'a comma list of user ids or usernames (spaces only around the commas)')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
-const PROXIES = variable(Type.String({ pattern: '^[0-9A-Fa-f.:/,]*$' }), 'a comma list of IP addresses or CIDR ranges')
+const PROXIES = variable(Type.String({ pattern: '^\\s*[0-9A-Fa-f.:/]*(\\s*,\\s*[0-9A-Fa-f.:/]*)*\\s*$' }), 'a comma list of IP addresses or CIDR ranges')
 
 /** The value as a problem line may show it: secrets and keys are never echoed into logs. */
 function shown(name: string, raw: string): string {

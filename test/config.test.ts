@@ -26,6 +26,8 @@ const BAD: [Record<string, string>, string][] = [
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: `${'a'.repeat(40)}, ${'b'.repeat(40)}` }, 'SESSION_SECRET: (82 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
+  [{ DEV_ACCESS_USERS: 'alice,bob smith' }, 'DEV_ACCESS_USERS: "alice,bob smith" is invalid; expected a comma list of user ids or usernames (spaces only around the commas)'],
+  [{ TRUST_PROXY: '10.0.0.1 10.0.0.2' }, 'TRUST_PROXY: "10.0.0.1 10.0.0.2" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   // A prefix is digits: `10.0.0.1/` read as /0 would trust every IPv4 client's X-Forwarded-For.
   ...['10.0.0.1/', '10.0.0.1/24/8', '::1//64'].map((entry): [Record<string, string>, string] => [
@@ -60,6 +62,8 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   t.ok(Object.isFrozen(config))
   t.equal(loadPlatformConfig({ DATA_DIR: '/srv/pf' }).screenshotsDir, '/srv/pf/screenshots', 'SCREENSHOTS_DIR follows DATA_DIR')
   t.same(loadPlatformConfig({ PLATFORM_ORIGINS: ' https://a.example.com , http://b.example.com:8080 ' }).origins, ['https://a.example.com', 'http://b.example.com:8080'], 'spaces around the commas')
+  t.same(loadPlatformConfig({ DEV_ACCESS_USERS: ' alice , 0f4618f9-2e9b-46ca-99f0-64c05cc7301d,bob ' }).devAccessUsers, ['alice', '0f4618f9-2e9b-46ca-99f0-64c05cc7301d', 'bob'], 'DEV_ACCESS_USERS: spaces around the commas')
+  t.same(loadPlatformConfig({ TRUST_PROXY: ' 10.0.0.1 , ::1 ' }).trustProxy.check('::1', 'ipv6'), true, 'TRUST_PROXY: spaces around the commas')
   t.same(loadPlatformConfig({ PLATFORM_ORIGINS: 'http://web_app:3000,http://[::1]:3000,https://xn--bcher-kva.example' }).origins,
     ['http://web_app:3000', 'http://[::1]:3000', 'https://xn--bcher-kva.example'], 'hosts browsers send: underscores, IPv6, punycode')
   t.same(loadPlatformConfig({ PORT: '8080' }).origins,

@@ -17,14 +17,15 @@ interface Started {
  * `npm start`'s script with its own ports; resolves once both servers said they listen. `group`:
  * in a process group of its own, as a terminal runs it (Ctrl-C is SIGINT to the whole group).
  */
-async function startBoth(group = false): Promise<Started & { text: () => string }> {
+async function startBoth(group = false, npm = false): Promise<Started & { text: () => string }> {
   ensureShellUser()
   const ports = { platform: await freePort(), bridge: await freePort() }
   const env = {
     PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(ports.platform), TERMINAL_PORT: String(ports.bridge),
     DATA_DIR: tempDir(), MANIFESTS_DIR: path.join(ROOT, 'manifests'), ...(process.getuid?.() === 0 ? { TERMINAL_USER: SHELL_USER } : {}),
   }
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
+  const [command, args] = npm ? ['npm', ['start']] : [process.execPath, [path.join(ROOT, 'dist/bin/start.js')]]
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   const pids: number[] = []
   let text = ''
@@ -35,7 +36,7 @@ async function startBoth(group = false): Promise<Started & { text: () => string 
     })
     void exited.then(() => reject(new Error(`start exited early: ${text}`)))
   })
-  pids.push(...readChildren(child.pid!))
+  pids.push(...descendants(child.pid!))
   return { child, ports, pids, exited, text: () => text }
 }
 
@@ -46,6 +47,11 @@ function readChildren(pid: number): number[] {
   } catch {
     return []
   }
+}
+
+/** Every process below `pid`. */
+function descendants(pid: number): number[] {
+  return readChildren(pid).flatMap((child) => [child, ...descendants(child)])
 }
 
 function refused(port: number): Promise<boolean> {
@@ -78,6 +84,18 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     t.same(started.pids.filter(alive), [], 'no child left behind')
   })
 }
+
+// A supervisor, `timeout` or `kill <pid>` signals npm alone: npm hands SIGTERM to its script,
+// which must be start.js itself (exec), not a shell that would leave start.js and both servers running.
+t.test('SIGTERM to the npm process of `npm start` alone stops both servers', async (t) => {
+  const started = await startBoth(false, true)
+  t.equal(started.pids.length, 3, 'npm runs start.js, which runs the two servers')
+  started.child.kill('SIGTERM')
+  t.same(await started.exited, { code: 0, signal: null }, 'npm waits for start.js, which waits for both')
+  t.ok(await refused(started.ports.platform), 'the platform port is closed')
+  t.ok(await refused(started.ports.bridge), 'the bridge port is closed')
+  t.same(started.pids.filter(alive), [], 'nothing left behind')
+})
 
 t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each server once, gracefully', async (t) => {
   const started = await startBoth(true)

@@ -4,7 +4,7 @@ import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
 import { NakamaError, NakamaMisconfigured, type NakamaClient } from './client.js'
 
-/** The nil user: no account has it, so the module's account lookup answers null. */
+/** The nil user: Nakama's system user, never a player; the check needs only that the module answers with an `account` key. */
 const NIL_USER = '00000000-0000-0000-0000-000000000000'
 
 /**

@@ -11,7 +11,7 @@ declare const document: {
 }
 /** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the tests read it. */
 declare const term: {
-  buffer: { active: { baseY: number; cursorX: number; cursorY: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
+  buffer: { active: { baseY: number; cursorX: number; cursorY: number; length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
   cols: number
   rows: number
   unicode: { activeVersion: string }
@@ -149,7 +149,30 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await waitForScreen(page, /size=[0-9]+/)
   t.match(await screen(page), /size=0\b/, 'the shell got none of it')
   t.ok(Math.max(...sizes) < 1000, 'no frame of it went out')
-  t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+$/, 'still connected')
+  t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; paste not sent: [0-9]+ bytes as a frame; the terminal takes at most 1 MiB at once$/, 'still connected, and the status line says what was not sent')
+  await page.context().close()
+})
+
+t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
+  const { page } = await shellPage('browser_input_refused')
+  await page.keyboard.type('sleep 60')
+  await page.keyboard.press('Enter')
+  await page.waitForTimeout(300)
+  // The shell reads nothing while sleep runs: the bridge holds up to 1 MiB of input for it, then refuses more.
+  await page.evaluate(() => {
+    term.paste('x'.repeat(700_000))
+    term.paste('y'.repeat(700_000))
+    term.paste('z'.repeat(10))
+  })
+  await page.waitForFunction(() => /input refused/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; error: input refused: the shell has not read the [0-9]+ bytes before it yet$/)
+  t.equal(await page.locator('#status').getAttribute('class'), 'error')
+  // The echo of what the shell's line discipline took may have pushed it off the screen, into the scrollback.
+  const written = await page.evaluate(() => {
+    const buffer = term.buffer.active
+    return Array.from({ length: buffer.length }, (_, i) => buffer.getLine(i)?.translateToString(true) ?? '').join('\n')
+  })
+  t.match(written, /\[error: input refused: the shell has not read the [0-9]+ bytes before it yet\]/, 'and in the terminal')
   await page.context().close()
 })
 

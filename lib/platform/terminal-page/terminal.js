@@ -92,6 +92,8 @@ function fitTerminal() {
 
 let ws = null
 let shellRunning = false
+/** The running shell's pid, for the status line. */
+let shellPid = null
 /** A shell is on its way (a ticket, the connection, a create out): keystrokes wait in earlyInput. */
 let creating = false
 let earlyInput = ''
@@ -105,6 +107,15 @@ function setStatus(text, isError) {
 
 function send(frame) {
   if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame))
+}
+
+/**
+ * Input the shell will not get (a refused paste, the bridge's `error` frame): said in the terminal
+ * and kept in the status line, where the echo of earlier input cannot scroll it away.
+ */
+function refused(message) {
+  term.write(`\r\n\x1b[31m[${message}]\x1b[0m\r\n`)
+  setStatus(`connected: shell ${shellPid}; ${message}`, true)
 }
 
 function offer(label) {
@@ -135,10 +146,7 @@ function sendInput(data) {
   // A UTF-16 unit is at most 3 bytes of UTF-8: only a long frame needs counting. JSON writes a
   // control character as 6 bytes (\u0001), so the count is of the frame, not of the text.
   const bytes = frame.length * 3 <= MAX_FRAME_BYTES ? frame.length : utf8.encode(frame).length
-  if (bytes > MAX_FRAME_BYTES) {
-    term.write(`\r\n\x1b[31m[paste not sent: ${bytes} bytes as a frame; the terminal takes at most 1 MiB at once]\x1b[0m\r\n`)
-    return
-  }
+  if (bytes > MAX_FRAME_BYTES) return refused(`paste not sent: ${bytes} bytes as a frame; the terminal takes at most 1 MiB at once`)
   ws.send(frame)
 }
 
@@ -196,6 +204,7 @@ async function connect() {
       term.write(frame.data, () => send({ type: 'ack', bytes: size }))
     } else if (frame.type === 'created') {
       shellRunning = true
+      shellPid = frame.pid
       creating = false
       setStatus(`connected: shell ${frame.pid}`)
       // The window may have changed while the shell started, and keys may have been typed.
@@ -209,6 +218,7 @@ async function connect() {
       setStatus(`shell exited with ${how}`)
       offer('New shell')
     } else if (frame.type === 'error') {
+      if (shellRunning) return refused(`error: ${frame.message}`)
       term.write(`\r\n\x1b[31m[error: ${frame.message}]\x1b[0m\r\n`)
       // Refused before any shell ran (the create itself): offer another try.
       if (creating) {

@@ -112,6 +112,28 @@ t.test('an error answered before any body was read keeps the connection when the
   t.equal(upload.open, false)
 })
 
+t.test('an error answered from the headers while a body is on its way says Connection: close, and keeps its word', async (t) => {
+  const withBody = (head: string, body: string): string => `${head}\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  const cases: [string, string, string][] = [
+    ['an unknown route', withBody('POST /api/nope HTTP/1.1', '{"a":1}'), '404'],
+    ['another method', withBody('DELETE /api/things HTTP/1.1', '{"a":1}'), '405'],
+    ['a foreign origin', withBody('POST /api/things HTTP/1.1\r\nOrigin: https://evil.example', '{"name":"kit"}'), '403'],
+    ['chunked, to an unknown route', 'POST /api/nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{"a":1}\r\n0\r\n\r\n', '404'],
+  ]
+  for (const [label, request, status] of cases) {
+    // The next request follows at once, on the same connection, as a client reusing it would send it.
+    const answer = await rawExchange(request + 'GET /api/thing HTTP/1.1\r\nHost: x\r\n\r\n')
+    const answers = answer.split(/(?=HTTP\/1\.1 )/)
+    t.same(answers.map((a) => a.slice(9, 12)), [status], `${label}: one answer, and the connection closed`)
+    t.match(answers[0], /\r\nconnection: close\r\n/i, `${label}: the answer says so`)
+    t.notMatch(answers[0], /keep-alive/i, `${label}: and promises nothing else`)
+  }
+  // A body the handler read keeps the connection, whatever the answer.
+  const read = await sameConnection([withBody('POST /api/things HTTP/1.1', '{"name":5}'), 'GET /api/thing HTTP/1.1\r\nHost: x\r\n\r\n'])
+  t.same(read.statuses, ['HTTP/1.1 400 Bad Request', 'HTTP/1.1 200 OK'])
+  t.equal(read.open, true)
+})
+
 t.test('a target starting with // is a path, never a host: //evil.example/api/thing is not /api/thing', async (t) => {
   const res = await rawRequest(base, 'GET', '//evil.example/api/thing')
   t.equal(res.status, 404)

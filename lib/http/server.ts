@@ -155,25 +155,25 @@ class Exchange implements RouteContext {
       ;(this.log ?? logLine)({ event: 'http.error', id: this.requestId, method: this.method, path: this.pathname, error })
     }
     const socket = req.socket
-    // A body refused unread (413) is never read: the connection ends after this answer, which says
-    // so, and requests pipelined behind the body are not served (RFC 9112 §9.6): Node would run them
-    // and then drop their answers with the connection.
-    if (httpError.status === 413 && !req.complete && socket) {
+    // A body refused before it was read (a 413, or a 401, 404 or 429 answered from the headers) is
+    // never read: the connection ends after this answer, which says so (a client that took it at
+    // its word and sent the next request on it would see that request dropped), and requests
+    // pipelined behind the body are not served (RFC 9112 §9.6): Node would run them and then drop
+    // their answers with the connection. The parser marks even a request without a body complete
+    // only after the handler returns, so the headers say whether a body is on its way: an early
+    // 404 to a GET keeps the connection.
+    if (!req.complete && socket && hasBody(req)) {
       res.shouldKeepAlive = false
       closing.add(socket)
     }
     sendError(res, httpError, !this.api)
-    // Any other body not read is not waited for either. Asked at 'finish', when a request without a
-    // body is complete (the parser marks it so only after the handler returns), so an early 404
-    // keeps the connection. Take the socket now: by 'finish' the response may have let go of it.
-    if (!req.complete && socket) {
-      res.once('finish', () => {
-        if (req.complete) return
-        closing.add(socket)
-        socket.destroySoon()
-      })
-    }
   }
+}
+
+/** Whether a body follows the request's headers (RFC 9112 §6.3): chunked, or a Content-Length above 0. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 /** Connections that end after the answer being made: requests read on them after it are not served. */

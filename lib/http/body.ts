@@ -56,7 +56,7 @@ function tooLarge(): HttpError {
 }
 
 /** True when the request announces a body (a length above 0 or chunked transfer). */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length']
   if (length !== undefined) return Number(length) > 0
   return req.headers['transfer-encoding'] !== undefined

@@ -9,7 +9,7 @@ import { logLine } from './log.js'
 import { CLIENT_CLOSED, logRequest } from './access-log.js'
 import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
-import { MAX_BODY_BYTES } from './body.js'
+import { hasBody, MAX_BODY_BYTES } from './body.js'
 
 interface ServerOptions {
   router: Router
@@ -168,12 +168,6 @@ class Exchange implements RouteContext {
     }
     sendError(res, httpError, !this.api)
   }
-}
-
-/** Whether a body follows the request's headers (RFC 9112 §6.3): chunked, or a Content-Length above 0. */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length']
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
 /** Connections that end after the answer being made: requests read on them after it are not served. */

@@ -457,6 +457,12 @@ t.test('a content-encoded JSON body is 415 and is not read as JSON', async (t) =
   t.strictSame([gz.status, body(gz)], [415, { error: 'a JSON body must not be content-encoded (no Content-Encoding)', code: 'UNSUPPORTED_MEDIA_TYPE' }])
   const identity = await post('/api/things', '{"name":"kit"}', { 'content-encoding': 'identity' })
   t.equal(identity.status, 200, 'identity is no coding')
+  const chunked = (coding: string, json: string): string =>
+    `POST /api/things HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}\r\n\r\n${json.length.toString(16)}\r\n${json}\r\n0\r\n\r\n`
+  // Plain JSON under the gzip label: the coding announced is refused, whatever the bytes.
+  const transferGz = await rawExchange(chunked('gzip, chunked', '{"name":"kit"}'))
+  t.match(transferGz, /^HTTP\/1\.1 415 [^]*\{"error":"a JSON body must not be transfer-coded other than chunked","code":"UNSUPPORTED_MEDIA_TYPE"\}$/, 'a transfer coding before the chunking too')
+  t.match(await rawExchange(chunked('Chunked', '{"name":"kit"}')), /^HTTP\/1\.1 200 /, 'chunked alone is read, in any case')
 })
 
 t.test('a client that sends its headers too slowly gets 408 REQUEST_TIMEOUT after 10 s, not at the next 30 s check', async (t) => {

@@ -71,6 +71,9 @@ function jsonTypeProblem(req: IncomingMessage): string | null {
   // A compressed body (Content-Encoding: gzip) is media in a coding not accepted (RFC 9110 §8.4.1).
   const coding = req.headers['content-encoding']?.trim().toLowerCase()
   if (coding !== undefined && coding !== '' && coding !== 'identity') return 'a JSON body must not be content-encoded (no Content-Encoding)'
+  // Node's parser takes off only the chunking of `Transfer-Encoding: gzip, chunked`: the gzip would be read as JSON.
+  const transfer = req.headers['transfer-encoding']
+  if (transfer !== undefined && transfer.trim().toLowerCase() !== 'chunked') return 'a JSON body must not be transfer-coded other than chunked'
   const header = req.headers['content-type']
   let parsed: contentType.ParsedMediaType | null = null
   try {

@@ -105,6 +105,9 @@ t.test('an unknown game id is 404 GAME_NOT_FOUND', async (t) => {
   t.equal(res.status, 404)
   t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
   t.strictSame(json(res), { error: 'no game "no-such-game"', code: 'GAME_NOT_FOUND' })
+  const long = 'g'.repeat(8_000)
+  const named = json(await rawRequest(platform.url, 'GET', `/api/games/${long}`))
+  t.strictSame(named, { error: `no game "${'g'.repeat(128)}…"`, code: 'GAME_NOT_FOUND' }, 'a long id is named cut to 128 characters, as a leaderboard id is')
 })
 
 t.test('POST /api/games is 405 with Allow', async (t) => {

@@ -24,12 +24,17 @@ export function tooManyRenames(waitMs: number): HttpError {
   return rateLimited('too many username changes; try again later', waitMs)
 }
 
-/** 404 LEADERBOARD_NOT_FOUND naming the id, cut to 128 characters (an id may be as long as a URL). */
+/** An id as a message names it: quoted, cut to 128 characters (an id may be as long as a URL). */
+function named(id: string): string {
+  return JSON.stringify(id.length > 128 ? `${id.slice(0, 128)}…` : id)
+}
+
+/** 404 LEADERBOARD_NOT_FOUND naming the id. */
 export function leaderboardNotFound(id: string): HttpError {
-  return new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard ${JSON.stringify(id.length > 128 ? `${id.slice(0, 128)}…` : id)}`)
+  return new HttpError(404, 'LEADERBOARD_NOT_FOUND', `no leaderboard ${named(id)}`)
 }
 
 /** 404 GAME_NOT_FOUND naming the id. */
 export function gameNotFound(id: string): HttpError {
-  return new HttpError(404, 'GAME_NOT_FOUND', `no game ${JSON.stringify(id)}`)
+  return new HttpError(404, 'GAME_NOT_FOUND', `no game ${named(id)}`)
 }

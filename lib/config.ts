@@ -18,11 +18,10 @@ const PORT = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'an int
 const HOST = variable(Type.String({ minLength: 1, pattern: '^[0-9A-Za-z.:\\-\\[\\]]+$' }), 'an IP address or host name')
 // No space at either end: `DATA_DIR="/srv/data "` names another, empty directory.
 const PATH = variable(Type.String({ pattern: '^\\S(.*\\S)?$' }), 'a directory path')
-// Spaces around the commas are allowed; each entry is then held to the exact form by originList.
-const ORIGINS = variable(
-  Type.String({ pattern: '^\\s*https?://[^,\\s]+(\\s*,\\s*https?://[^,\\s]+)*\\s*$' }),
-  'a comma list of origins like https://play.example.com',
-)
+/** A pattern for a comma list of `entry`, spaces allowed around the commas and at the ends (list() trims them). */
+const commaList = (entry: string): string => `^\\s*${entry}(\\s*,\\s*${entry})*\\s*$`
+// Each entry is then held to the exact form by originList.
+const ORIGINS = variable(Type.String({ pattern: commaList('https?://[^,\\s]+') }), 'a comma list of origins like https://play.example.com')
 const BACKEND = variable(Type.Union([Type.Literal('embedded'), Type.Literal('nakama')]), '"embedded" or "nakama"')
 const URL_VAR = variable(Type.String({ pattern: '^https?://[^\\s]+$' }), 'an http(s) URL')
 // The keys travel as the user part of HTTP Basic auth, which ends at the first colon (nakama-api.md §1.0).
@@ -34,10 +33,9 @@ const SECRETS = variable(
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
-// Spaces around the commas are allowed, as in PLATFORM_ORIGINS; not inside an entry.
-const LIST = variable(Type.String({ pattern: '^\\s*[^,\\s]*(\\s*,\\s*[^,\\s]*)*\\s*$' }), 'a comma list of user ids or usernames (spaces only around the commas)')
+const LIST = variable(Type.String({ pattern: commaList('[^,\\s]*') }), 'a comma list of user ids or usernames (spaces only around the commas)')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
-const PROXIES = variable(Type.String({ pattern: '^\\s*[0-9A-Fa-f.:/]*(\\s*,\\s*[0-9A-Fa-f.:/]*)*\\s*$' }), 'a comma list of IP addresses or CIDR ranges')
+const PROXIES = variable(Type.String({ pattern: commaList('[0-9A-Fa-f.:/]*') }), 'a comma list of IP addresses or CIDR ranges')
 
 /** The value as a problem line may show it: secrets and keys are never echoed into logs. */
 function shown(name: string, raw: string): string {

@@ -421,7 +421,7 @@ t.test('a request that came whole is logged 499 when its client leaves, not with
   t.match(line(), { status: 499 })
 })
 
-t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
+t.test('no Host on HTTP/1.1, or two Host lines, is 400 BAD_REQUEST in JSON; an Expect other than 100-continue is served as usual', async (t) => {
   const noHost = await rawExchange('GET /api/thing HTTP/1.1\r\nConnection: close\r\n\r\n')
   const [head, text] = noHost.split('\r\n\r\n')
   t.match(head, /^HTTP\/1\.1 400 /)
@@ -429,6 +429,12 @@ t.test('no Host on HTTP/1.1 is 400 BAD_REQUEST in JSON; an Expect other than 100
   t.match(head, /\r\nvary: Origin\r\n/i)
   t.match(/\r\nx-request-id: ([0-9a-f-]+)/i.exec(head!)?.[1], UUID, 'a request id')
   t.strictSame(JSON.parse(text!), { error: 'the Host header is missing', code: 'BAD_REQUEST' })
+  for (const [version, hosts] of [['1.1', 'Host: a\r\nHost: evil.example'], ['1.1', 'Host: a\r\nhost: a'], ['1.0', 'HOST: a\r\nHost: b']]) {
+    const twice = await rawExchange(`GET /api/thing HTTP/${version}\r\n${hosts}\r\nConnection: close\r\n\r\n`)
+    const [twiceHead, twiceText] = twice.split('\r\n\r\n')
+    t.match(twiceHead, /^HTTP\/1\.1 400 /, `${hosts} (HTTP/${version}): 400`)
+    t.strictSame(JSON.parse(twiceText!), { error: 'the Host header is repeated', code: 'BAD_REQUEST' }, `${hosts}: the contract's body`)
+  }
   const http10 = await rawExchange('GET /api/thing HTTP/1.0\r\n\r\n')
   t.match(http10, /^HTTP\/1\.1 200 /, 'HTTP/1.0 may leave Host out')
   const expect = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nConnection: close\r\nExpect: something-else\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n{"name":"kit"}')

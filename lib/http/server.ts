@@ -170,6 +170,16 @@ class Exchange implements RouteContext {
   }
 }
 
+/** How many Host lines a request has (its raw headers, name and value in turn). */
+function hostLines(raw: string[]): number {
+  let lines = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    if (name.length === 4 && name.toLowerCase() === 'host') lines++
+  }
+  return lines
+}
+
 /** Connections that end after the answer being made: requests read on them after it are not served. */
 const closing = new WeakSet<object>()
 
@@ -198,8 +208,11 @@ function handle(
   res.on('close', resOnClose)
   try {
     if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
-    // HTTP/1.1 requires Host (RFC 9112 §3.2); HTTP/1.0 may leave it out.
-    if (req.headers.host === undefined && req.httpVersionMinor >= 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is missing')
+    // RFC 9112 §3.2: HTTP/1.1 requires Host (HTTP/1.0 may leave it out), and more than one Host
+    // line is 400 whatever the version (Node keeps the first and drops the rest).
+    const hosts = hostLines(req.rawHeaders)
+    if (hosts > 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is repeated')
+    if (hosts === 0 && req.httpVersionMinor >= 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is missing')
     // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.
     const origin = req.headers.origin
     const allowed = origin !== undefined && origins.has(origin)

@@ -217,6 +217,7 @@ t.test('the capture address of imageUrl (spec 4 rule 6) serves the latest captur
   }
   const errors: [string, number, string][] = [
     ['/api/developer/games/marble-maze-lab/capture?asset=video', 400, 'VALIDATION_FAILED'],
+    ['/api/developer/games/marble-maze-lab/capture?asset=metadata&asset=video', 400, 'VALIDATION_FAILED'],
     ['/api/developer/games/no-such-game/capture?asset=image', 404, 'GAME_NOT_FOUND'],
     ['/api/developer/games/lantern-drift/capture?asset=image', 404, 'NOT_FOUND'],
     ['/api/developer/games/..%2F..%2Fetc/capture?asset=image', 404, 'GAME_NOT_FOUND'],

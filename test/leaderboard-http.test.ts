@@ -106,6 +106,10 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     ['/api/leaderboards/fx-incr-desc?limit=1.5', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=-1', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?cursor=!!', 400, 'VALIDATION_FAILED'],
+    // A repeated parameter is refused whichever copy is valid: the first no longer passes alone.
+    ['/api/leaderboards/fx-incr-desc?limit=2&limit=500', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=2&limit=2', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=2&cursor=abc&cursor=def', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?cursor=eyJsIjoiZngtaW5jci1kZXNjIn0', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/nope', 404, 'LEADERBOARD_NOT_FOUND'],
     ['/api/leaderboards/fixture-disabled', 404, 'LEADERBOARD_NOT_FOUND'],
@@ -121,6 +125,12 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     t.equal(b.code, code, url)
     t.type(b.error, 'string')
   }
+  const repeated = (await (await anon.get('/api/leaderboards/fx-incr-desc?limit=2&limit=500')).json()) as Record<string, unknown>
+  t.strictSame(
+    repeated,
+    { error: 'the query parameter limit is given more than once', code: 'VALIDATION_FAILED', details: [{ path: '/limit', message: 'must be given at most once' }] },
+    'the repeated parameter is named',
+  )
   const cursorFromOtherBoard = await (async () => {
     const users = await Promise.all([guest(), guest()])
     for (const u of users) await submit(u.client, { leaderboardId: 'fx-daily', score: 5 })

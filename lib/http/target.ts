@@ -1,5 +1,7 @@
 // The path of a request target, taken without a URL parse where the parse would change nothing.
 
+import { HttpError } from './errors.js'
+
 const URL_BASE = 'http://platform.invalid'
 /** Paths of characters WHATWG URL parsing keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/|^[]`. */
 const PLAIN_PATH = /^\/[\w\-.~!$&'()*+,;=:@/|^[\]]*$/
@@ -32,4 +34,16 @@ export function parseTarget(target: string): URL | null {
   } catch {
     return null
   }
+}
+
+/**
+ * A query parameter given at most once: a repeated one is 400, since which copy counts is
+ * ambiguous (`limit=2&limit=500` would otherwise pass its check on the first and drop the second).
+ */
+export function queryParam(url: URL, name: string): string | undefined {
+  const values = url.searchParams.getAll(name)
+  if (values.length > 1) {
+    throw new HttpError(400, 'VALIDATION_FAILED', `the query parameter ${name} is given more than once`, [{ path: `/${name}`, message: 'must be given at most once' }])
+  }
+  return values[0]
 }

@@ -1,5 +1,6 @@
 import { check, readBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
+import { queryParam } from '../http/target.js'
 import { leaderboardNotFound } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
@@ -31,7 +32,7 @@ export function leaderboardRoutes(router: Router, app: App): void {
 
   router.add('GET', '/api/leaderboards/:id', async (ctx: RouteContext) => {
     const id = ctx.params.id!
-    const query = check(LeaderboardQuery, { limit: param(ctx, 'limit'), cursor: param(ctx, 'cursor') })
+    const query = check(LeaderboardQuery, { limit: queryParam(ctx.url, 'limit'), cursor: queryParam(ctx.url, 'cursor') })
     requireBoard(app, id)
     const user = await app.auth.optional(ctx)
     const page = await app.backend.listRecords(
@@ -46,10 +47,6 @@ export function leaderboardRoutes(router: Router, app: App): void {
 /** Only boards the catalogue declares now are served; a disabled game declares none (404). */
 function requireBoard(app: App, id: string): void {
   if (!app.catalogue().leaderboards.has(id)) throw leaderboardNotFound(id)
-}
-
-function param(ctx: RouteContext, name: string): string | undefined {
-  return ctx.url.searchParams.get(name) ?? undefined
 }
 
 /** A listed record: the fields CONTRACT §3 names for `records` and `ownRecord`. */

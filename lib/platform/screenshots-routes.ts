@@ -4,6 +4,7 @@ import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import type { Router } from '../http/router.js'
 import { HttpError } from '../http/errors.js'
+import { queryParam } from '../http/target.js'
 import { noneMatchHits } from '../http/etag.js'
 import { gameNotFound } from '../backend/refusals.js'
 import type { App } from './app.js'
@@ -41,7 +42,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
   router.add('GET', '/api/developer/games/:id/capture', async (ctx) => {
     await app.auth.require(ctx)
     const id = ctx.params.id!
-    const asset = ctx.url.searchParams.get('asset') ?? 'metadata'
+    const asset = queryParam(ctx.url, 'asset') ?? 'metadata'
     if (asset !== 'image' && asset !== 'metadata') {
       throw new HttpError(400, 'VALIDATION_FAILED', 'asset must be "image" or "metadata"', [{ path: '/asset', message: 'must be "image" or "metadata"' }])
     }

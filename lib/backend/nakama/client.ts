@@ -102,7 +102,8 @@ export class NakamaClient {
 
   /** Call a runtime RPC of nakama/modules/playfield.js with the HTTP key, JSON in and out (unwrap). */
   async rpc<T>(id: string, payload: unknown, idempotent = false): Promise<T> {
-    return (await this.request('POST', `/v2/rpc/${id}`, { query: { unwrap: '' }, body: payload, auth: 'http', idempotent })) as T
+    // `?unwrap` as nakama-api.md §1.9 writes it: the key present, with no value (URLSearchParams would write `unwrap=`).
+    return (await this.request('POST', `/v2/rpc/${id}?unwrap`, { body: payload, auth: 'http', idempotent })) as T
   }
 
   async #once(method: string, path: string, options: RequestOptions): Promise<unknown> {

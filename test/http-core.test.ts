@@ -216,6 +216,16 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
   const details = (body(invalid) as { details: { path: string; message: string }[] }).details
   t.ok(details.some((d) => d.path === '/name'), 'details name the bad field')
   for (const d of details) t.strictSame(Object.keys(d).sort(), ['message', 'path'])
+  // TypeBox stops after a few errors, all of them on the extra keys once there are many.
+  for (const extras of [1, 5, 100]) {
+    const keys = Object.fromEntries(Array.from({ length: extras }, (_, i) => [`k${i}`, i]))
+    const many = await post('/api/things', JSON.stringify({ name: 'kit', ...keys }))
+    t.strictSame(
+      [many.status, body(many)],
+      [400, { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/', message: 'must not have additional properties' }] }],
+      `${extras} extra keys: one detail that says so`,
+    )
+  }
 })
 
 t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another charset 415, empty parameters pass', async (t) => {

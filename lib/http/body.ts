@@ -182,11 +182,18 @@ function isIntegerText(int: string, frac: string, exp: number): boolean {
 /** Check `value` against a compiled schema; 400 VALIDATION_FAILED with `details` on failure. */
 export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknown): Static<T> {
   if (schema.Check(value)) return value as Static<T>
-  const details = [...schema.Errors(value)]
-    .filter((e) => e.keyword !== 'boolean')
-    .slice(0, 10)
-    .map((e) => ({ path: e.instancePath === '' ? '/' : e.instancePath, message: e.message }))
-  throw new HttpError(400, 'VALIDATION_FAILED', 'request does not match the schema', details)
+  // TypeBox reports each key an object does not allow as a `boolean` error ("schema is false") on
+  // that key, beside one `additionalProperties` error on the object, and stops after a few errors:
+  // a body with 100 extra keys had only the former, which dropped, left `details` empty. Each
+  // becomes its object's "must not have additional properties", listed once.
+  const details: { path: string; message: string }[] = []
+  for (const e of schema.Errors(value)) {
+    const extra = e.keyword === 'boolean'
+    const at = extra ? e.instancePath.slice(0, e.instancePath.lastIndexOf('/')) : e.instancePath
+    const detail = { path: at === '' ? '/' : at, message: extra ? 'must not have additional properties' : e.message }
+    if (!details.some((d) => d.path === detail.path && d.message === detail.message)) details.push(detail)
+  }
+  throw new HttpError(400, 'VALIDATION_FAILED', 'request does not match the schema', details.slice(0, 10))
 }
 
 const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))

@@ -57,6 +57,12 @@ t.test('users: an unknown user or role exits 1 with one clear line; bad usage ex
   t.equal(newline.code, 1)
   t.equal(newline.stderr.split('\n').length, 2, 'a name with a newline: still one line')
   t.match(newline.stderr, /^users: no user "a(\\n|\\u000a)b"\n$/)
+  // A DATA_DIR with no database yet (a typo, or ./data from the wrong directory) is created, and the
+  // answer says it was new.
+  const stray = path.join(tempDir(), 'mistyped')
+  const wrongDir = await usersIn(stray, 'grant', 'DevPerson', 'developer')
+  t.same(wrongDir, { code: 1, stdout: '', stderr: `users: no user "DevPerson" (DATA_DIR ${JSON.stringify(stray)} had no database until now: is it the platform's?)\n` })
+  t.same(await usersIn(stray, 'grant', 'DevPerson', 'developer'), { code: 1, stdout: '', stderr: 'users: no user "DevPerson"\n' }, 'the next run finds the database')
   const role = await users('grant', 'DevPerson', 'root')
   t.same(role, { code: 1, stdout: '', stderr: 'users: unknown role "root"; roles are admin, developer\n' })
   for (const args of [[], ['grant'], ['grant', 'DevPerson'], ['frobnicate'], ['list', 'extra'], ['grant', 'a', 'developer', 'x']]) {

@@ -1,6 +1,7 @@
 import { ConfigError } from '../config-error.js'
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
+import { databaseExists } from '../backend/embedded/db.js'
 import type { Account, Backend } from '../backend/backend.js'
 import { escapeControls } from '../http/log.js'
 
@@ -25,6 +26,9 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stderr.write(`users: unknown role ${JSON.stringify(role)}; roles are ${ROLES.join(', ')}\n`)
     return 1
   }
+  // A mistyped DATA_DIR (or ./data from the wrong directory) opens a new, empty database: a "no
+  // user" from it says so, or the operator would look for the account instead of the directory.
+  const fresh = config.gameBackend === 'embedded' && !databaseExists(config.dataDir)
   let backend: Backend | undefined
   try {
     // Opening is inside: a locked or foreign database file is one line too.
@@ -41,7 +45,8 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.
     if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
-    process.stderr.write(`users: ${escapeControls(err instanceof Error ? err.message : String(err))}\n`)
+    const hint = fresh ? ` (DATA_DIR ${JSON.stringify(config.dataDir)} had no database until now: is it the platform's?)` : ''
+    process.stderr.write(`users: ${escapeControls(err instanceof Error ? err.message : String(err))}${hint}\n`)
     return 1
   } finally {
     await backend?.close()

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { HttpError } from '../../http/errors.js'
@@ -13,6 +14,11 @@ export interface Migration {
 
 /** The database file inside DATA_DIR. */
 const DATABASE_FILE = 'playfield.sqlite'
+
+/** Whether DATA_DIR holds a database yet (the first open creates it). */
+export function databaseExists(dataDir: string): boolean {
+  return existsSync(path.join(dataDir, DATABASE_FILE))
+}
 
 /**
  * Open (creating) `DATA_DIR/playfield.sqlite` with WAL and foreign keys on, and apply pending

@@ -125,6 +125,11 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     t.equal(b.code, code, url)
     t.type(b.error, 'string')
   }
+  t.strictSame(
+    await (await anon.get('/api/leaderboards/fx-incr-desc?limit=500')).json(),
+    { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/limit', message: 'must be an integer from 1 to 100' }] },
+    'the limit\'s rule in words',
+  )
   const repeated = (await (await anon.get('/api/leaderboards/fx-incr-desc?limit=2&limit=500')).json()) as Record<string, unknown>
   t.strictSame(
     repeated,

@@ -44,6 +44,12 @@ t.test('names outside the rule are 400 VALIDATION_FAILED, change nothing and spe
     ['a string', '"valid1"'],
   ]
   for (const [label, body] of bodies) await expectError(t, await c.put('/api/user/username', body), 400, 'VALIDATION_FAILED', label)
+  // The details word the rule for a person, not as the regular expression.
+  t.strictSame(await (await rename(c, 'bad name')).json(), {
+    error: 'request does not match the schema',
+    code: 'VALIDATION_FAILED',
+    details: [{ path: '/username', message: 'must be 3-24 of A-Z a-z 0-9 _ -, starting with a letter or digit' }],
+  })
   await expectError(t, await c.put('/api/user/username', '{"username":'), 400, 'INVALID_JSON')
   await expectError(t, await c.put('/api/user/username', 'valid1', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE')
   t.equal(await nameOf(c), 'keeper1', 'the name is unchanged')

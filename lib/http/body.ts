@@ -186,14 +186,25 @@ export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknow
   // that key, beside one `additionalProperties` error on the object, and stops after a few errors:
   // a body with 100 extra keys had only the former, which dropped, left `details` empty. Each
   // becomes its object's "must not have additional properties", listed once.
+  // A pattern is worded by its schema's `description` ("must be an integer from 1 to 100"), not
+  // shown as the regular expression.
   const details: { path: string; message: string }[] = []
   for (const e of schema.Errors(value)) {
     const extra = e.keyword === 'boolean'
     const at = extra ? e.instancePath.slice(0, e.instancePath.lastIndexOf('/')) : e.instancePath
-    const detail = { path: at === '' ? '/' : at, message: extra ? 'must not have additional properties' : e.message }
+    const described = e.keyword === 'pattern' ? describedAt(schema.Type(), e.schemaPath) : undefined
+    const message = extra ? 'must not have additional properties' : described ? `must be ${described}` : e.message
+    const detail = { path: at === '' ? '/' : at, message }
     if (!details.some((d) => d.path === detail.path && d.message === detail.message)) details.push(detail)
   }
   throw new HttpError(400, 'VALIDATION_FAILED', 'request does not match the schema', details.slice(0, 10))
+}
+
+/** The `description` of the schema a `#/properties/…` pointer names, if it has one. */
+function describedAt(root: unknown, pointer: string): string | undefined {
+  let node = root as Record<string, unknown> | undefined
+  for (const part of pointer.split('/').slice(1)) node = node?.[part.replaceAll('~1', '/').replaceAll('~0', '~')] as Record<string, unknown> | undefined
+  return typeof node?.description === 'string' ? node.description : undefined
 }
 
 const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))

@@ -3,7 +3,7 @@ import { Compile, Type } from '../typebox.js'
 // CONTRACT §3: 3-24 characters of A-Z a-z 0-9 _ -, starting with a letter or digit. ASCII only,
 // so look-alikes (Cyrillic "а", fullwidth "Ａ") and control characters never pass; the pattern
 // fixes the length too, and minLength/maxLength make the error message say so.
-const Username = Type.String({ minLength: 3, maxLength: 24, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{2,23}$' })
+const Username = Type.String({ minLength: 3, maxLength: 24, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{2,23}$', description: '3-24 of A-Z a-z 0-9 _ -, starting with a letter or digit' })
 
 /**
  * What a password may hold: no lone UTF-16 surrogates (they are not characters, and UTF-8 would
@@ -22,7 +22,7 @@ export function isPasswordText(password: string): boolean {
 }
 
 // CONTRACT §2: 8-256 characters, counted as code points (TypeBox counts them so).
-const Password = Type.String({ minLength: 8, maxLength: 256, pattern: PASSWORD_TEXT })
+const Password = Type.String({ minLength: 8, maxLength: 256, pattern: PASSWORD_TEXT, description: 'text without control characters' })
 
 /** `POST /api/auth/register`: `{username, password}` under the rules above, nothing else. */
 export const RegisterBody = Compile(Type.Object({ username: Username, password: Password }, { additionalProperties: false }))
@@ -63,7 +63,7 @@ export const SubmitBody = Compile(
  */
 export const LeaderboardQuery = Compile(
   Type.Object({
-    limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$' })),
+    limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'an integer from 1 to 100' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$', description: 'a nextCursor as given' })),
   }),
 )

@@ -1,5 +1,7 @@
 import t from 'tap'
-import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
 import path from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { Cron } from 'croner'
@@ -47,8 +49,9 @@ let platform: RunningProcess
 const capture = JSON.parse(readFileSync(path.join(CAPTURE_FIXTURE, 'latest.json'), 'utf8'))
 const png = readFileSync(path.join(CAPTURE_FIXTURE, 'latest.png'))
 
+let screenshots = ''
 t.before(async () => {
-  const screenshots = tempDir()
+  screenshots = tempDir()
   const dir = path.join(screenshots, 'games', 'marble-maze-lab')
   mkdirSync(dir, { recursive: true })
   copyFileSync(path.join(CAPTURE_FIXTURE, 'latest.json'), path.join(dir, 'latest.json'))
@@ -254,4 +257,48 @@ t.test('/screenshots/ serves SCREENSHOTS_DIR with its types, and nothing outside
     t.equal(res.status, 404, target)
     t.match(res.headers['content-type'], /^text\/html/, `${target}: a page, not JSON`)
   }
+})
+
+t.test('/screenshots/ serves no file outside SCREENSHOTS_DIR through a link, no FIFO, and closes every file it opens', async (t) => {
+  // The capture tool's account writes SCREENSHOTS_DIR: a link there once served DATA_DIR's secrets.
+  const outside = tempDir()
+  writeFileSync(path.join(outside, 'secret.txt'), 'the session secret')
+  const dir = path.join(screenshots, 'games', 'marble-maze-lab')
+  symlinkSync(path.join(outside, 'secret.txt'), path.join(dir, 'secret.txt'))
+  symlinkSync('../../../' + path.basename(outside) + '/secret.txt', path.join(dir, 'relative.txt'))
+  symlinkSync(outside, path.join(screenshots, 'games', 'elsewhere'))
+  symlinkSync('latest.png', path.join(dir, 'alias.png'))
+  execFileSync('mkfifo', [path.join(dir, 'pipe.txt')])
+  for (const target of ['marble-maze-lab/secret.txt', 'marble-maze-lab/relative.txt', 'elsewhere/secret.txt', 'marble-maze-lab/pipe.txt']) {
+    const res = await rawRequest(platform.url, 'GET', `/screenshots/games/${target}`)
+    t.equal(res.status, 404, target)
+    t.notMatch(res.body.toString(), /session secret/, `${target}: nothing of the file`)
+  }
+  const alias = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/alias.png')
+  t.same([alias.status, alias.body], [200, png], 'a link that stays inside is served')
+  const head = await rawRequest(platform.url, 'HEAD', '/screenshots/games/marble-maze-lab/latest.png')
+  t.same([head.status, head.headers['content-length'], head.body.length], [200, String(png.length), 0], 'HEAD: the length, no body')
+
+  // Clients that leave in the middle of a large file: each file is closed all the same.
+  writeFileSync(path.join(dir, 'large.txt'), 'x'.repeat(8 * 1024 * 1024))
+  const fds = (): number => readdirSync(`/proc/${platform.child.pid}/fd`).length
+  const before = fds()
+  for (let i = 0; i < 20; i++) {
+    await new Promise<void>((resolve) => {
+      const req = http.get(`${platform.url}/screenshots/games/marble-maze-lab/large.txt`, (res) => {
+        res.once('data', () => {
+          req.destroy()
+          resolve()
+        })
+      })
+      req.on('error', () => resolve())
+    })
+  }
+  for (let i = 0; i < 20; i++) await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/secret.txt')
+  let after = fds()
+  for (let i = 0; i < 50 && after > before; i++) {
+    await new Promise((r) => setTimeout(r, 50))
+    after = fds()
+  }
+  t.ok(after <= before, `descriptors back to ${before} (now ${after})`)
 })

@@ -1,7 +1,8 @@
-import { createReadStream, type Stats } from 'node:fs'
+import { constants, type Stats } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { stat } from 'node:fs/promises'
+import { open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
+import { pipeline } from 'node:stream/promises'
 import type { Router } from '../http/router.js'
 import { HttpError } from '../http/errors.js'
 import { queryParam } from '../http/target.js'
@@ -37,7 +38,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
     const { id, file } = params as { id: string; file: string }
     const found = await captureFile(root, id, file)
     if (!found) throw new HttpError(404, 'NOT_FOUND', 'no such screenshot')
-    await sendFile(req, res, found.full, found.info)
+    await sendFile(req, res, found)
   })
   router.add('GET', '/api/developer/games/:id/capture', async (ctx) => {
     await app.auth.require(ctx)
@@ -49,37 +50,61 @@ export function screenshotsRoutes(router: Router, app: App): void {
     if (!app.catalogue().games.has(id)) throw gameNotFound(id)
     const found = await captureFile(root, id, asset === 'image' ? 'latest.png' : 'latest.json')
     if (!found) throw new HttpError(404, 'NOT_FOUND', `no capture of ${JSON.stringify(id)} yet`)
-    await sendFile(ctx.req, ctx.res, found.full, found.info)
+    await sendFile(ctx.req, ctx.res, found)
   })
 }
 
-/** The file SCREENSHOTS_DIR/games/<id>/<file>, or null when it is missing, of an unknown type, or the names could leave the directory. */
-async function captureFile(root: string, id: string, file: string): Promise<{ full: string; info: Stats } | null> {
-  if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || TYPES[path.extname(file).toLowerCase()] === undefined) return null
-  const full = path.join(root, 'games', id, file)
-  if (!full.startsWith(root + path.sep)) return null
-  const info = await stat(full).catch(() => null)
-  return info?.isFile() ? { full, info } : null
+/** A capture file, open: sendFile closes it. */
+interface Capture {
+  handle: FileHandle
+  info: Stats
+  type: string
+}
+
+/**
+ * The file SCREENSHOTS_DIR/games/<id>/<file>, open, or null when it is missing, of an unknown
+ * type, not a regular file, or not inside SCREENSHOTS_DIR. The names cannot leave the directory,
+ * but a link can (the capture tool's account writes there: a link to DATA_DIR/secrets served the
+ * session secret), so the file opened is checked where it really is: the path of the descriptor,
+ * read from /proc, is immune to a link swapped in after a check. Opened before it is read, a file
+ * a capture replaces or removes meanwhile is still served whole (a stat, then an open, answered
+ * 200 and then nothing). O_NONBLOCK: a FIFO would otherwise hold the open, and a thread-pool
+ * thread, until something wrote to it.
+ */
+async function captureFile(root: string, id: string, file: string): Promise<Capture | null> {
+  const type = TYPES[path.extname(file).toLowerCase()]
+  if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || type === undefined) return null
+  const handle = await open(path.join(root, 'games', id, file), constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+  if (!handle) return null
+  const [real, realRoot, info] = await Promise.all([
+    readlink(`/proc/self/fd/${handle.fd}`).catch(() => null),
+    realpath(root).catch(() => null),
+    handle.stat().catch(() => null),
+  ])
+  if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && info?.isFile()) return { handle, info, type }
+  await handle.close()
+  return null
 }
 
 /** A file with a weak ETag (304 on If-None-Match), a minute of caching, its type, and no body for HEAD. */
-async function sendFile(req: IncomingMessage, res: ServerResponse, full: string, info: Stats): Promise<void> {
+async function sendFile(req: IncomingMessage, res: ServerResponse, { handle, info, type }: Capture): Promise<void> {
   // Weak: size and mtime say "same file", not "same bytes".
   const tag = `${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}`
   res.setHeader('etag', `W/"${tag}"`)
   // latest.png is replaced in place by each capture; clients revalidate after a minute.
   res.setHeader('cache-control', 'public, max-age=60, must-revalidate')
   res.setHeader('x-content-type-options', 'nosniff')
-  if (noneMatchHits(req.headers['if-none-match'], new Set([tag]))) {
-    res.writeHead(304).end()
+  const unchanged = noneMatchHits(req.headers['if-none-match'], new Set([tag]))
+  if (unchanged || req.method === 'HEAD' || info.size === 0) {
+    await handle.close()
+    if (unchanged) res.writeHead(304).end()
+    else res.writeHead(200, { 'content-type': type, 'content-length': info.size }).end()
     return
   }
-  res.writeHead(200, { 'content-type': TYPES[path.extname(full).toLowerCase()]!, 'content-length': info.size })
-  if (req.method === 'HEAD') {
-    res.end()
-    return
-  }
-  await new Promise<void>((resolve, reject) => {
-    createReadStream(full).on('error', reject).on('end', resolve).pipe(res)
+  res.writeHead(200, { 'content-type': type, 'content-length': info.size })
+  // The size in the head is the size read: a file that grows meanwhile is not sent past it.
+  // pipeline closes the file also when the client leaves first; that is no error of ours.
+  await pipeline(handle.createReadStream({ end: info.size - 1 }), res).catch((err: unknown) => {
+    if (!res.destroyed || res.writableFinished) throw err
   })
 }

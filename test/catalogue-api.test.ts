@@ -111,6 +111,15 @@ t.test('an unknown game id is 404 GAME_NOT_FOUND', async (t) => {
   const long = 'g'.repeat(8_000)
   const named = json(await rawRequest(platform.url, 'GET', `/api/games/${long}`))
   t.strictSame(named, { error: `no game "${'g'.repeat(128)}…"`, code: 'GAME_NOT_FOUND' }, 'a long id is named cut to 128 characters, as a leaderboard id is')
+  // An id that is no valid percent-encoding is an unknown id too, not an unknown route.
+  for (const [target, answer] of [
+    ['/api/games/%ff', { error: 'no game "%ff"', code: 'GAME_NOT_FOUND' }],
+    ['/api/games/%C3%28', { error: 'no game "%C3%28"', code: 'GAME_NOT_FOUND' }],
+    ['/api/leaderboards/%ff', { error: 'no leaderboard "%ff"', code: 'LEADERBOARD_NOT_FOUND' }],
+  ] as const) {
+    const res = await rawRequest(platform.url, 'GET', target)
+    t.strictSame([res.status, json(res)], [404, answer], target)
+  }
 })
 
 t.test('POST /api/games is 405 with Allow', async (t) => {

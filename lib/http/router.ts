@@ -100,11 +100,13 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
     const got = parts[i]!
     if (want.startsWith(':')) {
       if (got === '') return null
+      // A segment that is no valid percent-encoding (`%ff`) is kept as written: it still names
+      // this route, and as an id it names nothing, which the handler answers (GAME_NOT_FOUND).
       let value: string
       try {
         value = decodeURIComponent(got)
       } catch {
-        return null
+        value = got
       }
       params[want.slice(1)] = value
     } else if (want !== got) {

@@ -51,7 +51,8 @@ async function main(): Promise<void> {
   try {
     const config = loadPlatformConfig()
     const [command, ...args] = process.argv.slice(2)
-    if (command === 'check') {
+    // `check` takes no arguments: `check junk` is a usage error, not a check that ignored them.
+    if (command === 'check' && args.length === 0) {
       checkManifestsDir(config.manifestsDir)
       process.stdout.write(`${await runCheck(config)}\n`)
       process.exit(0)

@@ -14,10 +14,10 @@ interface Run {
 }
 
 /** Run `bin/platform check` (the real executable) against a manifests directory. */
-function check(manifestsDir: string, screenshotsDir = tempDir()): Promise<Run> {
+function check(manifestsDir: string, screenshotsDir = tempDir(), extraArgs: string[] = []): Promise<Run> {
   return new Promise((resolve) => {
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, MANIFESTS_DIR: manifestsDir, SCREENSHOTS_DIR: screenshotsDir, DATA_DIR: tempDir() }
-    execFile(path.join(ROOT, 'bin/platform'), ['check'], { env, cwd: ROOT }, (err, stdout, stderr) => {
+    execFile(path.join(ROOT, 'bin/platform'), ['check', ...extraArgs], { env, cwd: ROOT }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
     })
   })
@@ -232,4 +232,9 @@ t.test('an entry that cannot be read is one problem line of its own; every other
   const run = await check(dir)
   t.equal(run.code, 1)
   t.equal(run.stderr, [`sub.json: $: cannot be read (EISDIR)`, `zz-dangling.json: $: cannot be read (ENOENT)`, `${F}: $.rating.count: must be an integer`].map((l) => l + '\n').join(''))
+})
+
+t.test('bin/platform check takes no arguments: with one it prints the usage and exits 64', async (t) => {
+  const run = await check(path.join(ROOT, 'manifests'), tempDir(), ['junk'])
+  t.same(run, { code: 64, stdout: '', stderr: 'usage: platform [check | users grant|revoke <username> <role> | users list]\n' })
 })

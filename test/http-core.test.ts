@@ -204,6 +204,8 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
   for (const headers of [{}, { 'content-type': 'text/plain' }, { 'content-type': 'application/json' }] as Record<string, string>[]) {
     const empty = await rawRequest(base, 'POST', '/api/things', headers)
     t.strictSame([empty.status, body(empty)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `no body at all, ${JSON.stringify(headers)}: 400, not 415`)
+    const emptyChunked = await rawRequest(base, 'POST', '/api/things', { ...headers, 'transfer-encoding': 'chunked' }, '')
+    t.strictSame([emptyChunked.status, body(emptyChunked)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `an empty chunked body, ${JSON.stringify(headers)}: the same`)
   }
 
   const broken = await post('/api/things', '{"name": ')

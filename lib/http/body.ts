@@ -104,25 +104,20 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true })
  * would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
 export async function readJson(req: IncomingMessage, optional = false, exactNumbers = true): Promise<unknown> {
-  if (!hasBody(req)) {
-    await readRaw(req)
+  // A chunked body may still turn out empty: it is read before anyone asks what it is, so an empty
+  // one is answered as no body is, whichever framing and type the client chose.
+  const raw = hasBody(req) && req.headers['content-length'] !== undefined ? undefined : await readRaw(req)
+  if (raw?.length === 0) {
     if (optional) return undefined
     // No body at all is no JSON, whatever type it claims (not 415: there is no media to refuse).
     throw new HttpError(400, 'INVALID_JSON', 'the request needs a JSON body')
   }
-  // A chunked body may still turn out empty: read it before asking what it is.
-  const chunked = req.headers['content-length'] === undefined
-  let raw: Buffer | undefined
-  if (optional && chunked) {
-    raw = await readRaw(req)
-    if (raw.length === 0) return undefined
-  }
   const problem = jsonTypeProblem(req)
   if (problem) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', problem)
-  raw ??= await readRaw(req)
+  const bytes = raw ?? (await readRaw(req))
   let text: string
   try {
-    text = UTF8.decode(raw)
+    text = UTF8.decode(bytes)
   } catch {
     throw new HttpError(400, 'INVALID_JSON', 'body is not valid UTF-8')
   }

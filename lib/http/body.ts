@@ -104,9 +104,11 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true })
  * would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
 export async function readJson(req: IncomingMessage, optional = false, exactNumbers = true): Promise<unknown> {
-  // A chunked body may still turn out empty: it is read before anyone asks what it is, so an empty
-  // one is answered as no body is, whichever framing and type the client chose.
-  const raw = hasBody(req) && req.headers['content-length'] !== undefined ? undefined : await readRaw(req)
+  // Only a Content-Length above 0 says a body is there. Anything else (none, or chunked, which may
+  // still turn out empty) is read before anyone asks what it is, so an empty body is answered the
+  // same whichever framing and type the client chose.
+  const lengthAnnounced = hasBody(req) && req.headers['content-length'] !== undefined
+  const raw = lengthAnnounced ? undefined : await readRaw(req)
   if (raw?.length === 0) {
     if (optional) return undefined
     // No body at all is no JSON, whatever type it claims (not 415: there is no media to refuse).

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
   // DATA_DIR and the listening socket, is done, and a port in use is still reported by a process
   // that can write where it started.
   dropPrivileges(account)
+  checkShell(config.shell, account.username)
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
   onStop(() => {
     logLine({ event: 'bridge.stopping' })

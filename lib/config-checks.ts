@@ -86,15 +86,21 @@ export function listenProblem(
   return new ConfigError(`${hostVar}: ${JSON.stringify(host)} cannot be listened on (${code}); expected an address of this machine, such as ${examples}`)
 }
 
-/** SHELL must name an executable file: a missing shell is a bad value at start, not a failed `create` later. */
-export function checkShell(shell: string): void {
+/**
+ * SHELL must name a file this process may execute: a missing shell is a bad value at start, not a
+ * failed `create` later. A root bridge checks again once it is the shell account (`asUser`): root
+ * may run a shell of mode 0700 that the account then cannot (every `create` answered exit 126).
+ */
+export function checkShell(shell: string, asUser?: string): void {
   let problem: string | null = null
   try {
     const info = statSync(shell)
     if (!info.isFile()) problem = 'is not a file'
     else if ((info.mode & 0o111) === 0) problem = 'is not executable'
+    else accessSync(shell, constants.X_OK)
   } catch (err) {
-    problem = `cannot be used (${(err as NodeJS.ErrnoException).code ?? 'error'})`
+    const code = (err as NodeJS.ErrnoException).code
+    problem = code === 'EACCES' && asUser !== undefined ? `is not executable by ${JSON.stringify(asUser)}` : `cannot be used (${code ?? 'error'})`
   }
   if (problem) throw new ConfigError(`SHELL: ${JSON.stringify(shell)} ${problem}; expected an absolute path to a shell`)
 }

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
-import { BRIDGE_JS, startPlatform } from './helpers/platform.js'
+import { BRIDGE_JS, startPlatform, tempDir } from './helpers/platform.js'
 import { rawExchange } from './helpers/raw-http.js'
 import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, upgradeStatus } from './helpers/terminal.js'
 
@@ -218,11 +219,18 @@ t.test('a root bridge becomes TERMINAL_USER before it accepts a connection, and 
 t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or unable to switch, exits 2', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   ensureShellUser()
   const base = { TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET }
+  const shellDir = tempDir()
+  chmodSync(shellDir, 0o755) // the account may look in, so only the file's own mode stops it
+  const rootOnlyShell = path.join(shellDir, 'bash-0700')
+  copyFileSync('/bin/bash', rootOnlyShell)
+  chmodSync(rootOnlyShell, 0o700)
   for (const [env, pattern] of [
     [{ TERMINAL_USER: undefined }, /^config: TERMINAL_USER: must name an unprivileged account/],
     [{ TERMINAL_USER: 'root' }, /^config: TERMINAL_USER: must name an unprivileged account/],
     [{ TERMINAL_USER: 'no-such-user-here' }, /^config: TERMINAL_USER: "no-such-user-here" is not an account/],
     [{ TERMINAL_USER: SHELL_USER, TERMINAL_HOST: '0.0.0.0' }, /^config: TERMINAL_HOST: "0.0.0.0" is not a loopback address/],
+    // Root may run it; the account the bridge becomes may not.
+    [{ TERMINAL_USER: SHELL_USER, SHELL: rootOnlyShell }, new RegExp(`^config: SHELL: "${rootOnlyShell}" is not executable by "${SHELL_USER}"; expected an absolute path to a shell`)],
   ] as const) {
     const failed = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { ...base, ...env } }).then(
       () => null,

@@ -36,25 +36,48 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
   c.ws.close()
 })
 
-t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays', async (t) => {
-  const bridge = await startBridge({ TERMINAL_MAX_CONN: '2' })
+t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays, and so do slow and talking ones', async (t) => {
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '5' })
   t.teardown(() => bridge.stop())
   const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
   const live = await shell(bridge.port)
+  const unponging = async (): Promise<TermClient> => {
+    const c = new TermClient(new WebSocket(`ws://127.0.0.1:${bridge.port}/ws?ticket=${encodeURIComponent(ticket())}`, { origin: ORIGIN, autoPong: false }))
+    await c.opened
+    c.send({ type: 'create' })
+    await c.frame('created')
+    return c
+  }
   // A dead path looks like this from the bridge: nothing comes back, pongs included.
-  const ws = new WebSocket(`ws://127.0.0.1:${bridge.port}/ws?ticket=${encodeURIComponent(ticket())}`, { origin: ORIGIN, autoPong: false })
-  const silent = new TermClient(ws)
-  await silent.opened
-  silent.send({ type: 'create' })
-  const pid = (await silent.frame('created')).pid as number
-  t.match(await health(), { connections: 2 })
+  const silent = await unponging()
+  const pid = (silent.frames.find((f) => f.type === 'created')!.pid) as number
+  // A dead path with output on its way: the kernel's buffers fill, then nothing more leaves.
+  const stalled = await unponging()
+  stalled.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  await stalled.until(() => stalled.output.length > 0, 5_000, 'output to the stalled client')
+  stalled.ws.pause()
+  // A client on a slow link: its pongs wait behind the output it reads at 20 KB/s, yet it reads.
+  const slow = await unponging()
+  slow.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  const reading = setInterval(() => {
+    slow.ws.resume()
+    setTimeout(() => slow.ws.pause(), 10)
+  }, 500)
+  // A client that sends frames (a page's acks, keys) but whose pongs do not come back in time.
+  const talker = await unponging()
+  const talking = setInterval(() => talker.send({ type: 'resize', cols: 80, rows: 24 }), 2_000)
+  t.match(await health(), { connections: 5 })
   const closed = await silent.whenClosed(45_000)
   t.equal(closed.code, 1006, 'cut, without a close handshake')
   await until(() => !alive(pid), 5_000, 'the silent client\'s shell to end')
-  await until(async () => (await health()).connections === 1, 5_000, 'its place freed')
+  await until(async () => (await health()).connections === 3, 5_000, 'its place freed, and the stalled client\'s')
   t.equal(live.closed, null, 'the client that answers pings is still connected')
+  t.equal(slow.closed, null, 'the slow reader is still connected')
+  t.equal(talker.closed, null, 'the client that sends frames is still connected')
+  clearInterval(reading)
+  clearInterval(talking)
   t.match(await live.run('echo still-$((2+2))'), /^still-4/)
-  live.ws.close()
+  for (const c of [live, slow, talker, stalled]) c.ws.terminate()
 })
 
 t.test('a refused connection that sends a bad frame at once does not end the bridge or the sessions in it', async (t) => {

@@ -31,6 +31,8 @@ export function sessionLine(claims: TicketClaims, pid: number | null, startedAt:
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
  * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
+ * `sent` is called each time a frame has left for the network (its write completed): the
+ * heartbeat's sign that a client whose ping waits behind output is still taking that output.
  */
 export function serveConnection(
   ws: WebSocket,
@@ -38,6 +40,7 @@ export function serveConnection(
   registry: Registry,
   log: (entry: Record<string, unknown>) => void,
   sessionLog: (entry: Record<string, unknown>) => void,
+  sent: () => void,
 ): Promise<void> {
   const startedAt = new Date().toISOString()
   let terminal: Terminal | null = null
@@ -54,11 +57,15 @@ export function serveConnection(
   let queuedErrors = 0
   const errorSent = (): void => {
     queuedErrors--
+    frameSent()
+  }
+  const frameSent = (): void => {
+    sent()
     updateFlow()
   }
   const send = (frame: ServerFrame): void => {
     if (ws.readyState !== ws.OPEN) return
-    if (frame.type !== 'error') return ws.send(JSON.stringify(frame), updateFlow)
+    if (frame.type !== 'error') return ws.send(JSON.stringify(frame), frameSent)
     if (queuedErrors >= MAX_QUEUED_ERRORS) return
     queuedErrors++
     ws.send(JSON.stringify(frame), errorSent)

@@ -21,7 +21,11 @@ const CLOSE_HANDSHAKE_MS = 1_000
  * Each connection is pinged this often, and cut when it has not answered the ping before (within
  * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
  * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
- * time allows. Browsers answer pings themselves, also in background tabs.
+ * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
+ * answers too, and so does output still leaving for it while more waits: a ping queues behind up to
+ * 1 MiB of output, which a client on a 40 KB/s link takes longer than this to read (it was cut, its
+ * shell with it). A dead path takes nothing once the kernel's send buffer is full, so it is cut a
+ * period later; with no output waiting, the ping goes out at once and only its answer counts.
  */
 const HEARTBEAT_MS = 20_000
 
@@ -61,12 +65,16 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const refused = new Set<Promise<void>>()
   let stopping = false
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
-  /** Connections that have answered their last ping (or opened since). */
+  /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
   const answered = new WeakSet<WebSocket>()
+  /** Connections with a frame gone out to them since the last beat. */
+  const taking = new WeakSet<WebSocket>()
   const heartbeat = setInterval(() => {
     for (const ws of connections.keys()) {
-      if (!answered.delete(ws)) ws.terminate()
-      else ws.ping()
+      const ponged = answered.delete(ws)
+      const drained = taking.delete(ws) && ws.bufferedAmount > 0
+      if (ponged || drained) ws.ping()
+      else ws.terminate()
     }
   }, HEARTBEAT_MS).unref()
 
@@ -133,10 +141,11 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
         return ws.close(refusal[0], refusal[1])
       }
-      const done = serveConnection(ws, claims, registry, log, sessionLog)
+      const done = serveConnection(ws, claims, registry, log, sessionLog, () => taking.add(ws))
       connections.set(ws, done)
       answered.add(ws)
       ws.on('pong', () => answered.add(ws))
+      ws.on('message', () => answered.add(ws))
       ws.once('close', () => connections.delete(ws))
     })
   })

@@ -141,6 +141,8 @@ t.test('a backend token verifies only unchanged, HS256, unexpired and signed wit
   const [h, p, s] = token.split('.') as [string, string, string]
   const forged = Buffer.from(JSON.stringify({ ...claims, uid: 'admin' })).toString('base64url')
   t.equal(verifyToken(`${h}.${forged}.${s}`, ['k1'], 0), null, 'a changed payload')
+  t.equal(verifyToken(`${h}.${p}.${s}!!`, ['k1'], 1_950_000_000_000), null, 'a signature with characters outside base64url')
+  t.equal(verifyToken(`${h}.${p}.${s.slice(0, 10)}*${s.slice(10)}`, ['k1'], 1_950_000_000_000), null, 'a character outside base64url inside it')
   const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')
   t.equal(verifyToken(`${none}.${p}.`, ['k1'], 0), null, 'alg none')
   t.equal(verifyToken(`${h}.${p}`, ['k1'], 0), null, 'two parts')

@@ -15,6 +15,10 @@ t.test('a minted ticket verifies and names the user, an expiry within 60 s and a
   t.not(mintTicket([KEY], user, now).claims.nonce, claims.nonce, 'fresh nonce each time')
 })
 
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+/** The last character of a 32-byte MAC in base64url carries 2 spare bits: this one differs only there. */
+const spareBitsChanged = (last: string): string => BASE64URL[BASE64URL.indexOf(last) ^ 1]!
+
 t.test('a ticket forged, altered, expired, cut short or of another shape verifies as nothing', async (t) => {
   const { ticket } = mintTicket([KEY], user, now)
   const [payload, mac] = ticket.split('.') as [string, string]
@@ -33,6 +37,11 @@ t.test('a ticket forged, altered, expired, cut short or of another shape verifie
     ['expired by a millisecond', ticket, now + TICKET_TTL_MS, [KEY]],
     ['minted in the future (beyond the 60 s rule)', mintTicket([KEY], user, now + 1000).ticket, now - 1, [KEY]],
     ['too long', 'a'.repeat(5000) + '.' + mac, now, [KEY]],
+    // Each of these decodes to the right bytes under Node's lenient base64url: the text must match.
+    ['the mac\'s last character changed in its spare bits', `${payload}.${mac.slice(0, -1)}${spareBitsChanged(mac.at(-1)!)}`, now, [KEY]],
+    ['characters outside base64url appended to the mac', `${payload}.${mac}!!`, now, [KEY]],
+    ['a character outside base64url inside the mac', `${payload}.${mac.slice(0, 20)}*${mac.slice(20)}`, now, [KEY]],
+    ['the mac padded', `${payload}.${mac}=`, now, [KEY]],
   ]
   for (const [name, value, at, keys] of cases) t.equal(verifyTicket(keys, value, at), null, name)
   // A validly signed payload that is not our claims shape.

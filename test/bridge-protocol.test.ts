@@ -62,6 +62,12 @@ t.test('bad frames are error frames and the connection stays', async (t) => {
     [{ type: 'input' }, /^invalid input frame/],
     [{ type: 'resize', cols: 80 }, /^invalid resize frame/],
     [{ type: 'ack', bytes: -1 }, /^invalid ack frame: bytes /],
+    // A field the frame does not have is a bad field: a typo must not pass for the default.
+    [{ type: 'create', colums: 120, rows: 40 }, /^invalid create frame: colums is not a field of this frame$/],
+    [{ type: 'input', data: 'x', extra: 1 }, /^invalid input frame: extra is not a field of this frame$/],
+    [{ type: 'kill', signal: 9 }, /^invalid kill frame: signal is not a field of this frame$/],
+    [{ type: 'resize', cols: 80, rows: 24, ['x'.repeat(5000)]: 1 }, new RegExp(`^invalid resize frame: ${'x'.repeat(40)} is not a field of this frame$`)],
+    [{ type: 'ack', bytes: 1, __proto__: null, constructor: 1 }, /^invalid ack frame: constructor is not a field of this frame$/],
   ]
   for (const [frame, message] of bad) {
     const at = c.frames.length

@@ -3,12 +3,15 @@ import { Compile, Type, type Static } from '../typebox.js'
 /** Terminal sizes are integers 1-1000 (CONTRACT §6). */
 const Size = Type.Integer({ minimum: 1, maximum: 1000 })
 
-const Create = Type.Object({ type: Type.Literal('create'), cols: Type.Optional(Size), rows: Type.Optional(Size) })
-const Input = Type.Object({ type: Type.Literal('input'), data: Type.String() })
-const Resize = Type.Object({ type: Type.Literal('resize'), cols: Size, rows: Size })
-const Kill = Type.Object({ type: Type.Literal('kill') })
+// Fields a frame does not have are bad fields (CONTRACT §6), as unknown keys are in the platform's
+// bodies: `{"type":"create","colums":120}` would otherwise start an 80x24 shell without a word.
+const CLOSED = { additionalProperties: false }
+const Create = Type.Object({ type: Type.Literal('create'), cols: Type.Optional(Size), rows: Type.Optional(Size) }, CLOSED)
+const Input = Type.Object({ type: Type.Literal('input'), data: Type.String() }, CLOSED)
+const Resize = Type.Object({ type: Type.Literal('resize'), cols: Size, rows: Size }, CLOSED)
+const Kill = Type.Object({ type: Type.Literal('kill') }, CLOSED)
 /** CONTRACT §6's extra frame: output characters the page has rendered since its previous ack. */
-const Ack = Type.Object({ type: Type.Literal('ack'), bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) })
+const Ack = Type.Object({ type: Type.Literal('ack'), bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }) }, CLOSED)
 
 const SCHEMAS = {
   create: Compile(Create),
@@ -28,10 +31,7 @@ export type ServerFrame =
   | { type: 'exit'; code: number; signal: number | null }
   | { type: 'error'; message: string }
 
-/**
- * Parse one text frame: the frame, or the message of the `error` frame to answer with.
- * Unknown fields are ignored, as JSON APIs usually do; known fields must have the right type.
- */
+/** Parse one text frame: the frame, or the message of the `error` frame to answer with. */
 export function parseFrame(text: string): { frame: ClientFrame } | { error: string } {
   let value: unknown
   try {
@@ -47,7 +47,10 @@ export function parseFrame(text: string): { frame: ClientFrame } | { error: stri
   if (!schema.Check(value)) {
     const first = [...schema.Errors(value)][0]
     const where = first?.instancePath ? first.instancePath.slice(1) : type
-    return { error: `invalid ${type} frame: ${where} ${first?.message ?? 'is invalid'}` }
+    // TypeBox reports a field the frame does not have as keyword `boolean` ("schema is false").
+    const problem = first?.keyword === 'boolean' ? 'is not a field of this frame' : first?.message ?? 'is invalid'
+    // A field name is the client's own text: cut short, as an unknown type is.
+    return { error: `invalid ${type} frame: ${where.slice(0, 40)} ${problem}` }
   }
   return { frame: value as ClientFrame }
 }

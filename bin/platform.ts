@@ -1,7 +1,7 @@
 import { onReload } from '../lib/platform/reload-signal.js'
 import { loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkManifestsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
+import { checkDirectories, checkManifestsDir, checkScreenshotsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
 import { createServer } from '../lib/http/server.js'
 import { listen } from '../lib/http/listen.js'
 import { logLine } from '../lib/http/log.js'
@@ -23,10 +23,11 @@ const SHUTDOWN_GRACE_MS = 9_000
 process.umask(0o077)
 
 async function serve(config: Readonly<PlatformConfig>): Promise<void> {
+  // MANIFESTS_DIR first: run from the wrong directory, the start stops before it makes ./data there.
+  checkManifestsDir(config.manifestsDir)
   checkDirectories(config)
   const mode = openToOthers(config.dataDir)
   if (mode) logLine({ event: 'platform.data_dir_open', dataDir: config.dataDir, mode, fix: `chmod 700 ${config.dataDir}: it holds the database (password hashes, sessions) and secrets` })
-  checkManifestsDir(config.manifestsDir)
   const catalogue = await CatalogueHolder.open(config)
   const backend = await createBackend(config)
   await backend.syncLeaderboards([...catalogue.current().leaderboards.values()])
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     // `check` takes no arguments: `check junk` is a usage error, not a check that ignored them.
     if (command === 'check' && args.length === 0) {
       checkManifestsDir(config.manifestsDir)
+      checkScreenshotsDir(config.screenshotsDir)
       process.stdout.write(`${await runCheck(config)}\n`)
       process.exit(0)
     }

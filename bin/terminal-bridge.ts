@@ -19,6 +19,8 @@ const SHUTDOWN_DEADLINE_MS = 4_500
 async function main(): Promise<void> {
   const config = loadBridgeConfig()
   const account = resolveShellAccount(config)
+  // Only a root bridge switches accounts: any other runs shells as itself, whatever TERMINAL_USER says.
+  if (config.user !== null && config.user !== account.username) logLine({ event: 'bridge.terminal_user_ignored', terminalUser: config.user, shellUser: account.username, why: 'the bridge is not root, so its shells run as its own account' })
   checkShell(config.shell)
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, true)

@@ -14,14 +14,18 @@ import { ConfigError } from './config-error.js'
 export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, readOnly = false): void {
   ensureDirectory('DATA_DIR', dirs.dataDir)
   if (!readOnly) checkWritable(dirs.dataDir)
-  if (dirs.screenshotsDir === undefined) return
+  if (dirs.screenshotsDir !== undefined) checkScreenshotsDir(dirs.screenshotsDir)
+}
+
+/** SCREENSHOTS_DIR, when it exists, must be a directory this user can read (also for `check`, which writes nothing). */
+export function checkScreenshotsDir(screenshotsDir: string): void {
   try {
-    if (!statSync(dirs.screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} is not a directory; expected a directory path`)
-    accessSync(dirs.screenshotsDir, constants.R_OK | constants.X_OK)
+    if (!statSync(screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(screenshotsDir)} is not a directory; expected a directory path`)
+    accessSync(screenshotsDir, constants.R_OK | constants.X_OK)
   } catch (err) {
     if (err instanceof ConfigError) throw err
     const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT') throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(dirs.screenshotsDir)} cannot be read (${code}); expected a directory path`)
+    if (code !== 'ENOENT') throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(screenshotsDir)} cannot be read (${code}); expected a directory path`)
   }
 }
 

@@ -190,6 +190,8 @@ export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformCon
       httpKey: need('NAKAMA_HTTP_KEY', KEY),
     }
   }
+  // Port 0 lets a bridge pick a free port; the platform forwards to a port it must know.
+  if (base.terminalPort === 0) throw new ConfigError('TERMINAL_PORT: "0" names no port the platform can forward /terminal-ws/ to; expected the bridge\'s port, 1-65535')
   return Object.freeze({
     ...base,
     host: unbracket(read(env, 'HOST', HOST, '127.0.0.1')),

@@ -252,4 +252,25 @@ t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or
   )
   t.match(capless?.message, /process exited \(2\)/, 'exit code 2')
   t.equal(capless?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: the bridge could not switch to "${SHELL_USER}" (EPERM); a root bridge needs CAP_SETUID and CAP_SETGID`)
+  // Started as a uid with no passwd entry (a container's --user 12345): one line, not a stack trace.
+  const nameless = await startPlatform({
+    // env -u: the test runner's NODE_OPTIONS preload writes to its own root-owned files at exit.
+    command: ['env', '-u', 'NODE_OPTIONS', 'setpriv', '--reuid=12345', '--regid=12345', '--clear-groups', '--', process.execPath, BRIDGE_JS],
+    readyEvent: 'bridge.listening',
+    env: base,
+  }).then(
+    () => null,
+    (err: Error) => err,
+  )
+  t.match(nameless?.message, /process exited \(2\)/, 'exit code 2')
+  t.equal(nameless?.message.split('before ready: ')[1]?.trim(), 'config: TERMINAL_USER: the bridge runs as uid 12345, which has no account in /etc/passwd; expected to run as an account with a home directory, or as root with TERMINAL_USER')
+  // Not root: its shells run as itself, and a TERMINAL_USER naming someone else is said to be ignored.
+  const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
+  const unswitched = await startPlatform({
+    command: ['env', '-u', 'NODE_OPTIONS', 'setpriv', `--reuid=${shellUid}`, `--regid=${shellUid}`, '--clear-groups', '--', process.execPath, BRIDGE_JS],
+    readyEvent: 'bridge.listening',
+    env: { ...base, TERMINAL_USER: 'nobody' },
+  })
+  t.match(unswitched.logs.find((l) => l.event === 'bridge.terminal_user_ignored'), { terminalUser: 'nobody', shellUser: SHELL_USER })
+  await unswitched.stop()
 })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -38,6 +38,8 @@ const BAD: [Record<string, string>, string][] = [
     'PLATFORM_ORIGINS: "https://*.example.com" is not an origin as browsers send it; expected a comma list of origins like https://play.example.com'],
   [{ DATA_DIR: '/srv/data ' }, 'DATA_DIR: "/srv/data " is invalid; expected a directory path'],
   [{ MANIFESTS_DIR: ' ' }, 'MANIFESTS_DIR: " " is invalid; expected a directory path'],
+  // A bridge may listen on port 0 (a free one); the platform must know where to forward.
+  [{ TERMINAL_PORT: '0' }, 'TERMINAL_PORT: "0" names no port the platform can forward /terminal-ws/ to; expected the bridge\'s port, 1-65535'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'server:key', NAKAMA_HTTP_KEY: 'httpkey' },
     'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },
@@ -90,20 +92,37 @@ t.test('a bad environment variable stops the platform: exit 2 and only its line 
     const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)
     t.equal(error.message, `process exited (2) before ready: config: ${line}\n`, line)
   }
-  const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    const env = { PATH: process.env.PATH, DATA_DIR: tempDir(), PORT: 'abc' }
-    execFile(path.join(ROOT, 'bin/platform'), ['check'], { env, cwd: ROOT }, (err, _stdout, stderr) =>
-      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stderr }),
-    )
-  })
+  const run = await runPlatform(['check'], { DATA_DIR: tempDir(), PORT: 'abc' })
   t.strictSame(run, { code: 2, stderr: 'config: PORT: "abc" is invalid; expected an integer from 0 to 65535\n' }, 'check too')
-  const users = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    const env = { PATH: process.env.PATH, DATA_DIR: '/dev/null/x' }
-    execFile(path.join(ROOT, 'bin/platform'), ['users', 'list'], { env, cwd: ROOT }, (err, _stdout, stderr) =>
+  const users = await runPlatform(['users', 'list'], { DATA_DIR: '/dev/null/x' })
+  t.strictSame(users, { code: 2, stderr: 'config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); expected a directory path\n' }, 'users too, on an unusable DATA_DIR')
+})
+
+/** Run bin/platform (or `program`, a link to it) with only PATH and `env`, from `cwd`; its exit code and stderr. */
+function runPlatform(args: string[], env: Record<string, string>, cwd = ROOT, program = path.join(ROOT, 'bin/platform')): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(program, args, { env: { PATH: process.env.PATH!, ...env }, cwd }, (err, _stdout, stderr) =>
       resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stderr }),
     )
   })
-  t.strictSame(users, { code: 2, stderr: 'config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); expected a directory path\n' }, 'users too, on an unusable DATA_DIR')
+}
+
+t.test('bin/platform works through a link and from another directory; there a missing MANIFESTS_DIR stops it before it makes ./data; check refuses an unusable SCREENSHOTS_DIR as the start does', async (t) => {
+  const elsewhere = tempDir()
+  const link = path.join(elsewhere, 'platform-link')
+  symlinkSync(path.join(ROOT, 'bin/platform'), link)
+  const manifests = path.join(ROOT, 'manifests')
+  t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: tempDir() }, elsewhere, link), { code: 0, stderr: '' }, 'through a link, from elsewhere')
+  const missing = await runPlatform([], {}, elsewhere, link)
+  t.strictSame(missing, { code: 2, stderr: `config: MANIFESTS_DIR: ${JSON.stringify(path.join(elsewhere, 'manifests'))} does not exist; expected a directory of game manifests\n` })
+  t.notOk(existsSync(path.join(elsewhere, 'data')), 'no ./data made where it was run')
+  const file = path.join(elsewhere, 'a-file')
+  writeFileSync(file, 'not a directory')
+  t.strictSame(
+    await runPlatform(['check'], { MANIFESTS_DIR: manifests, SCREENSHOTS_DIR: file }),
+    { code: 2, stderr: `config: SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; expected a directory path\n` },
+    'check: SCREENSHOTS_DIR as the start reports it',
+  )
 })
 
 t.test('a database locked past its busy time-out at start is no config error: one line, exit 1, which systemd restarts', async (t) => {

@@ -26,7 +26,13 @@ export function passwdEntry(name: string): { uid: number; gid: number; home: str
  */
 export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = process.getuid?.() ?? -1): ShellAccount {
   if (uid !== 0) {
-    const self = os.userInfo()
+    let self: os.UserInfo<string>
+    try {
+      self = os.userInfo()
+    } catch {
+      // A uid with no passwd entry (a container's `--user 12345`): no name, home or login shell to give a shell.
+      throw new ConfigError(`TERMINAL_USER: the bridge runs as uid ${uid}, which has no account in /etc/passwd; expected to run as an account with a home directory, or as root with TERMINAL_USER`)
+    }
     return { username: self.username, uid: self.uid, gid: self.gid, home: self.homedir }
   }
   if (config.user === null || config.user === 'root') {

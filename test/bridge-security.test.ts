@@ -93,6 +93,11 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   const spentByPath = ticket()
   t.equal(await upgradeStatus(bridge.port, '/shell' + q(spentByPath), ORIGIN), 404)
   t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByPath), ORIGIN), 401, 'a wrong path spends it too')
+  // A target no URL can be made of (sent raw: a client would not send it) is 400, and spends its ticket too.
+  const spentByTarget = ticket()
+  const broken = await rawExchange(bridge.port, `GET http://[/ws${q(spentByTarget)} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
+  t.match(broken, /^HTTP\/1\.1 400 /)
+  t.equal(await upgradeStatus(bridge.port, '/ws' + q(spentByTarget), ORIGIN), 401, 'a broken target spends it too')
   // Sent raw: a WebSocket client would resolve the dot segments itself.
   for (const target of ['/./ws', '/x/../ws']) {
     const upgrade = await rawExchange(bridge.port, `GET ${target}${q(ticket())} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
@@ -102,9 +107,10 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
   t.match(await health(), { connections: 0 })
   const refused = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused')
-  t.same(refused.map((l) => l.status), [...cases.map(([, , , status]) => status), 401, 403, 401, 404, 401, 404, 404], 'each refusal is logged')
-  t.same(refused.at(-7), { event: 'terminal.refused', status: 401, reason: 'ticket already used', user: 'dev', origin: ORIGIN, time: refused.at(-7)!.time }, 'with the reason, the ticket\'s user once it is verified, and the origin')
-  t.same(refused.at(-6), { event: 'terminal.refused', status: 403, reason: 'origin not allowed', user: 'dev', origin: 'http://evil.example', time: refused.at(-6)!.time })
+  t.same(refused.map((l) => l.status), [...cases.map(([, , , status]) => status), 401, 403, 401, 404, 401, 400, 401, 404, 404], 'each refusal is logged')
+  t.same(refused.at(-9), { event: 'terminal.refused', status: 401, reason: 'ticket already used', user: 'dev', origin: ORIGIN, time: refused.at(-9)!.time }, 'with the reason, the ticket\'s user once it is verified, and the origin')
+  t.same(refused.at(-8), { event: 'terminal.refused', status: 403, reason: 'origin not allowed', user: 'dev', origin: 'http://evil.example', time: refused.at(-8)!.time })
+  t.same(refused.at(-4), { event: 'terminal.refused', status: 400, reason: 'the request target is not a valid URL', user: 'dev', origin: ORIGIN, time: refused.at(-4)!.time }, 'a broken target: its ticket\'s user too')
   t.same(refused[0], { event: 'terminal.refused', status: 404, reason: 'not found', user: 'dev', origin: ORIGIN, time: refused[0]!.time })
   const unverified = refused.filter((l) => l.reason === 'missing, invalid or expired ticket')
   t.equal(unverified.length, 7)

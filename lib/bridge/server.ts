@@ -100,12 +100,13 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       refuseUpgrade(socket, status, reason)
     }
     const target = req.url ?? '/'
-    const url = parseTarget(target)
-    if (!url) return deny(400, 'the request target is not a valid URL')
     const now = Date.now()
-    const claims = verifyTicket(ticketKeys, url.searchParams.get('ticket') ?? '', now)
-    // Spent by its first use, whatever follows (CONTRACT §6), a wrong path included.
+    // Read from the query as sent (URLSearchParams never throws), so that a target no URL can be
+    // made of spends its ticket too: spent by its first use, whatever follows (CONTRACT §6).
+    const query = target.indexOf('?')
+    const claims = verifyTicket(ticketKeys, query < 0 ? '' : new URLSearchParams(target.slice(query + 1)).get('ticket') ?? '', now)
     const fresh = claims !== null && spent.spend(claims, now)
+    if (!parseTarget(target)) return deny(400, 'the request target is not a valid URL', claims?.username)
     // Only `/ws` as written: not a path that URL parsing would make it (`/./ws`, `/x/../ws`).
     if (target.split('?', 1)[0] !== '/ws') return deny(404, 'not found', claims?.username)
     if (!claims) return deny(401, 'missing, invalid or expired ticket')

@@ -56,7 +56,8 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   stalled.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   await stalled.until(() => stalled.output.length > 0, 5_000, 'output to the stalled client')
   stalled.ws.pause()
-  // A client on a slow link: its pongs wait behind the output it reads at 20 KB/s, yet it reads.
+  // A client on a slow link: its pongs wait behind the output (here they never come), yet it reads,
+  // in short bursts (10 ms every 500 ms).
   const slow = await unponging()
   slow.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   const reading = setInterval(() => {

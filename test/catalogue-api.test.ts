@@ -1,11 +1,11 @@
 import t from 'tap'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { Cron } from 'croner'
-import { Client, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { Client, PLATFORM_JS, ROOT, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { rawRequest, type RawResponse } from './helpers/raw-http.js'
 
 const MANIFESTS = path.join(ROOT, 'manifests')
@@ -310,4 +310,27 @@ t.test('/screenshots/ serves no file outside SCREENSHOTS_DIR through a link, no 
     after = fds()
   }
   t.ok(after <= before, `descriptors back to ${before} (now ${after})`)
+})
+
+/** The command that runs a program with an empty /proc (a private mount namespace), when this machine allows it. */
+const HIDE_PROC = ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$@"', 'sh']
+const canHideProc = process.getuid?.() === 0 && spawnSync(HIDE_PROC[0]!, [...HIDE_PROC.slice(1), 'true'], { stdio: 'ignore' }).status === 0
+
+t.test('without /proc (a container that does not mount it) /screenshots/ still serves its files and no link out', { skip: !canHideProc && 'needs root and a private mount namespace' }, async (t) => {
+  const outside = tempDir()
+  writeFileSync(path.join(outside, 'secret.txt'), 'the session secret')
+  const shots = tempDir()
+  const dir = path.join(shots, 'games', 'marble-maze-lab')
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(path.join(dir, 'latest.png'), png)
+  symlinkSync(path.join(outside, 'secret.txt'), path.join(dir, 'secret.txt'))
+  const hidden = await startPlatform({
+    command: [...HIDE_PROC, process.execPath, PLATFORM_JS],
+    env: { SCREENSHOTS_DIR: shots },
+  })
+  t.teardown(() => hidden.stop())
+  const image = await rawRequest(hidden.url, 'GET', '/screenshots/games/marble-maze-lab/latest.png')
+  t.same([image.status, image.body], [200, png])
+  const secret = await rawRequest(hidden.url, 'GET', '/screenshots/games/marble-maze-lab/secret.txt')
+  t.equal(secret.status, 404, 'a link out is refused all the same')
 })

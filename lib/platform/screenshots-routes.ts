@@ -74,10 +74,12 @@ interface Capture {
 async function captureFile(root: string, id: string, file: string): Promise<Capture | null> {
   const type = TYPES[path.extname(file).toLowerCase()]
   if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || type === undefined) return null
-  const handle = await open(path.join(root, 'games', id, file), constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+  const full = path.join(root, 'games', id, file)
+  const handle = await open(full, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
   if (!handle) return null
   const [real, realRoot, info] = await Promise.all([
-    readlink(`/proc/self/fd/${handle.fd}`).catch(() => null),
+    // Without /proc (a container that does not mount it), the path resolved now: still no link out.
+    readlink(`/proc/self/fd/${handle.fd}`).catch(() => realpath(full)).catch(() => null),
     realpath(root).catch(() => null),
     handle.stat().catch(() => null),
   ])

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -153,11 +154,20 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await page.context().close()
 })
 
+/** Whether the shell `pid` has a child running sleep. */
+function sleeping(pid: string): boolean {
+  return spawnSync('pgrep', ['-P', pid, '-x', 'sleep'], { stdio: 'ignore' }).status === 0
+}
+
 t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
   const { page } = await shellPage('browser_input_refused')
   await page.keyboard.type('sleep 60')
   await page.keyboard.press('Enter')
-  await page.waitForTimeout(300)
+  // Until sleep runs, bash reads (and echoes) whatever comes: wait for it, as a loaded machine's
+  // login shell can take longer than any fixed pause (a CI run pasted into readline).
+  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
+  for (let tries = 0; !sleeping(shellPid) && tries < 100; tries++) await page.waitForTimeout(100)
+  t.ok(sleeping(shellPid), 'the shell runs sleep')
   // The shell reads nothing while sleep runs: the bridge holds up to 1 MiB of input for it, then refuses more.
   await page.evaluate(() => {
     term.paste('x'.repeat(700_000))

@@ -1,11 +1,10 @@
-import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
 import { BRIDGE_JS, startPlatform, tempDir } from './helpers/platform.js'
 import { rawExchange } from './helpers/raw-http.js'
-import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, upgradeStatus } from './helpers/terminal.js'
+import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, uidOf, upgradeStatus } from './helpers/terminal.js'
 
 /** Pids whose parent is `pid`. */
 function childrenOf(pid: number): number[] {
@@ -205,7 +204,7 @@ t.test('a shell that sends its bridge SIGUSR1 opens no debugger in it', async (t
 })
 
 t.test('a root bridge becomes TERMINAL_USER before it accepts a connection, and its shells cannot look into it', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
-  const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
+  const shellUid = String(uidOf(SHELL_USER))
   const status = readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
   t.match(status, new RegExp(`\\nUid:\\t${shellUid}\\t${shellUid}\\t${shellUid}\\t${shellUid}\\n`), 'real, effective, saved and file uid are the account\'s')
   t.match(status, /\nCapEff:\t0+\n/, 'no capability left')
@@ -271,7 +270,7 @@ t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or
   t.match(nameless?.message, /process exited \(2\)/, 'exit code 2')
   t.equal(nameless?.message.split('before ready: ')[1]?.trim(), 'config: TERMINAL_USER: the bridge runs as uid 12345, which has no account in /etc/passwd; expected to run as an account with a home directory, or as root with TERMINAL_USER')
   // Not root: its shells run as itself, and a TERMINAL_USER naming someone else is said to be ignored.
-  const shellUid = execFileSync('id', ['-u', SHELL_USER], { encoding: 'utf8' }).trim()
+  const shellUid = String(uidOf(SHELL_USER))
   const unswitched = await startPlatform({
     command: ['env', '-u', 'NODE_OPTIONS', 'setpriv', `--reuid=${shellUid}`, `--regid=${shellUid}`, '--clear-groups', '--', process.execPath, BRIDGE_JS],
     readyEvent: 'bridge.listening',

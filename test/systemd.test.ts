@@ -1,11 +1,11 @@
 import t from 'tap'
-import { execFileSync, execSync, spawnSync } from 'node:child_process'
+import { execSync, spawnSync } from 'node:child_process'
 import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'
 import { ROOT, tempDir, startPlatform } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
-import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser } from './helpers/terminal.js'
+import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
 import {
   INSTALL_DIR, exposure, homeOf, localUnitText, parseUnit, serviceValue, timeSpanMs, unitEnvironment, unitLaunch,
   unitText, verifyUnit,
@@ -17,8 +17,6 @@ const terminalUnit = parseUnit(unitText('playfield-terminal.service'))
 
 const ROOT_USER = process.getuid?.() === 0
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
-const uidOf = (name: string) => Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }))
-const gidOf = (name: string) => Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }))
 
 for (const name of UNITS) {
   t.test(`systemd-analyze verify accepts ${name} with no warning`, async (t) => {

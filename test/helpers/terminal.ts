@@ -20,6 +20,10 @@ export function ensureShellUser(): void {
   }
 }
 
+/** An account's uid and gid, from `id`. */
+export const uidOf = (name: string): number => Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }))
+export const gidOf = (name: string): number => Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }))
+
 /** Start the real bridge on an ephemeral port. */
 export function startBridge(env: Record<string, string | undefined> = {}): Promise<RunningProcess> {
   ensureShellUser()

@@ -6,6 +6,8 @@ import { alive, connect, maskedText, ORIGIN, startBridge, TermClient, ticket, un
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
+const pidOf = (c: TermClient): number => c.frames.find((f) => f.type === 'created')!.pid as number
+
 async function shell(port: number): Promise<TermClient> {
   const c = await connect(port)
   c.send({ type: 'create' })
@@ -37,8 +39,10 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
 })
 
 t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays, and so do slow and talking ones', async (t) => {
-  const bridge = await startBridge({ TERMINAL_MAX_CONN: '5' })
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '6' })
   t.teardown(() => bridge.stop())
+  // The heartbeat beats 20 s and 40 s after the bridge started, within a moment of this.
+  const started = Date.now()
   const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
   const live = await shell(bridge.port)
   const unponging = async (): Promise<TermClient> => {
@@ -50,7 +54,7 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   }
   // A dead path looks like this from the bridge: nothing comes back, pongs included.
   const silent = await unponging()
-  const pid = (silent.frames.find((f) => f.type === 'created')!.pid) as number
+  const pid = pidOf(silent)
   // A dead path with output on its way: the kernel's buffers fill, then nothing more leaves.
   const stalled = await unponging()
   stalled.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
@@ -64,21 +68,40 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
     slow.ws.resume()
     setTimeout(() => slow.ws.pause(), 10)
   }, 500)
+  t.teardown(() => clearInterval(reading))
   // A client that sends frames (a page's acks, keys) but whose pongs do not come back in time.
   const talker = await unponging()
   const talking = setInterval(() => talker.send({ type: 'resize', cols: 80, rows: 24 }), 2_000)
-  t.match(await health(), { connections: 5 })
+  t.teardown(() => clearInterval(talking))
+  // A client that took a burst of output between the beats, all of it, so nothing is left waiting
+  // at the second: its ping went out behind that output and its pong is on the way. It was cut
+  // when the heartbeat also required output still queued at the beat, which a slow reader on a
+  // loaded machine often has not (its last burst took everything).
+  const burst = await unponging()
+  burst.ws.pause()
+  const at = (ms: number): number => Math.max(0, started + ms - Date.now())
+  burst.send({ type: 'input', data: `sleep ${(at(22_000) / 1000).toFixed(1)}; head -c 8000000 /dev/zero | tr '\\0' a; sleep 1000\r` })
+  const resuming = setTimeout(() => burst.ws.resume(), at(28_000))
+  t.teardown(() => clearTimeout(resuming))
+  t.teardown(() => {
+    for (const c of [live, silent, stalled, slow, talker, burst]) c.ws.terminate()
+  })
+  t.match(await health(), { connections: 6 })
   const closed = await silent.whenClosed(45_000)
   t.equal(closed.code, 1006, 'cut, without a close handshake')
   await until(() => !alive(pid), 5_000, 'the silent client\'s shell to end')
-  await until(async () => (await health()).connections === 3, 5_000, 'its place freed, and the stalled client\'s')
+  // Which connections ended, by their shells' pids in the session lines (the stalled client is
+  // paused, so it cannot see its own close).
+  const ended = (): unknown[] => bridge.logs.filter((l) => l.event === 'terminal.session').map((l) => l.pid)
+  await until(() => ended().includes(pidOf(stalled)), 5_000, 'the stalled client to be cut')
+  t.same(ended().sort(), [pid, pidOf(stalled)].sort(), 'the silent and the stalled connections ended, and no other')
+  t.match(await health(), { connections: 4 }, 'their places freed')
   t.equal(live.closed, null, 'the client that answers pings is still connected')
   t.equal(slow.closed, null, 'the slow reader is still connected')
   t.equal(talker.closed, null, 'the client that sends frames is still connected')
-  clearInterval(reading)
-  clearInterval(talking)
+  t.equal(burst.closed, null, 'the client that took a burst is still connected')
+  t.ok(burst.output.length >= 8_000_000, 'and took all of it')
   t.match(await live.run('echo still-$((2+2))'), /^still-4/)
-  for (const c of [live, slow, talker, stalled]) c.ws.terminate()
 })
 
 t.test('a refused connection that sends a bad frame at once does not end the bridge or the sessions in it', async (t) => {

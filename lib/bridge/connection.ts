@@ -31,8 +31,9 @@ export function sessionLine(claims: TicketClaims, pid: number | null, startedAt:
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
  * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
- * `sent` is called each time a frame has left for the network (its write completed): the
- * heartbeat's sign that a client whose ping waits behind output is still taking that output.
+ * `took` is called each time a frame that had to wait for room in the kernel's send buffer has
+ * left for the network: room that only the client's acknowledgements make. It is the heartbeat's
+ * sign that a client whose ping waits behind output is still taking that output.
  */
 export function serveConnection(
   ws: WebSocket,
@@ -40,7 +41,7 @@ export function serveConnection(
   registry: Registry,
   log: (entry: Record<string, unknown>) => void,
   sessionLog: (entry: Record<string, unknown>) => void,
-  sent: () => void,
+  took: () => void,
 ): Promise<void> {
   const startedAt = new Date().toISOString()
   let terminal: Terminal | null = null
@@ -59,16 +60,28 @@ export function serveConnection(
     queuedErrors--
     frameSent()
   }
+  // Set when a send leaves bytes queued (the kernel's buffer was full), cleared once the queue is
+  // empty again. A write the kernel takes at once proves nothing about the client, even on a dead
+  // path, until its buffer fills; a queued one that completes later does. Whether anything is
+  // still queued at the heartbeat does not matter: one completion may take the whole queue.
+  let backlog = false
   const frameSent = (): void => {
-    sent()
+    if (backlog) {
+      took()
+      backlog = ws.bufferedAmount > 0
+    }
     updateFlow()
   }
   const send = (frame: ServerFrame): void => {
     if (ws.readyState !== ws.OPEN) return
-    if (frame.type !== 'error') return ws.send(JSON.stringify(frame), frameSent)
-    if (queuedErrors >= MAX_QUEUED_ERRORS) return
-    queuedErrors++
-    ws.send(JSON.stringify(frame), errorSent)
+    if (frame.type === 'error') {
+      if (queuedErrors >= MAX_QUEUED_ERRORS) return
+      queuedErrors++
+      ws.send(JSON.stringify(frame), errorSent)
+    } else {
+      ws.send(JSON.stringify(frame), frameSent)
+    }
+    if (ws.bufferedAmount > 0) backlog = true
   }
 
   // Called after every send completes and on every ack: the PTY reads only while both the socket

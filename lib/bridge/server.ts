@@ -67,13 +67,13 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
   /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
   const answered = new WeakSet<WebSocket>()
-  /** Connections with a frame gone out to them since the last beat. */
+  /** Connections that took queued output since the last beat (see serveConnection). */
   const taking = new WeakSet<WebSocket>()
   const heartbeat = setInterval(() => {
     for (const ws of connections.keys()) {
       const ponged = answered.delete(ws)
-      const drained = taking.delete(ws) && ws.bufferedAmount > 0
-      if (ponged || drained) ws.ping()
+      const took = taking.delete(ws)
+      if (ponged || took) ws.ping()
       else ws.terminate()
     }
   }, HEARTBEAT_MS).unref()

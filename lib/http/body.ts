@@ -184,12 +184,16 @@ export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknow
   // a body with 100 extra keys had only the former, which dropped, left `details` empty. Each
   // becomes its object's "must not have additional properties", listed once.
   // A pattern is worded by its schema's `description` ("must be an integer from 1 to 100"), not
-  // shown as the regular expression.
+  // shown as the regular expression; so is a union that has one ("must be a JSON object, or no
+  // body"), in place of an error for each of its branches ("must be undefined", "must be object").
+  const errors = [...schema.Errors(value)]
+  const describedUnions = errors.filter((e) => e.keyword === 'anyOf' && describedAt(schema.Type(), e.schemaPath) !== undefined).map((e) => `${e.schemaPath}/anyOf/`)
   const details: { path: string; message: string }[] = []
-  for (const e of schema.Errors(value)) {
+  for (const e of errors) {
+    if (describedUnions.some((union) => e.schemaPath.startsWith(union))) continue
     const extra = e.keyword === 'boolean'
     const at = extra ? e.instancePath.slice(0, e.instancePath.lastIndexOf('/')) : e.instancePath
-    const described = e.keyword === 'pattern' ? describedAt(schema.Type(), e.schemaPath) : undefined
+    const described = e.keyword === 'pattern' || e.keyword === 'anyOf' ? describedAt(schema.Type(), e.schemaPath) : undefined
     const message = extra ? 'must not have additional properties' : described ? `must be ${described}` : e.message
     const detail = { path: at === '' ? '/' : at, message }
     if (!details.some((d) => d.path === detail.path && d.message === detail.message)) details.push(detail)
@@ -204,7 +208,7 @@ function describedAt(root: unknown, pointer: string): string | undefined {
   return typeof node?.description === 'string' ? node.description : undefined
 }
 
-const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})]))
+const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})], { description: 'a JSON object, or no body' }))
 
 /**
  * The body of an endpoint that takes none (guest, logout, launch, a terminal ticket): empty, or a

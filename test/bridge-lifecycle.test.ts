@@ -39,7 +39,7 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
 })
 
 t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays, and so do slow and talking ones', async (t) => {
-  const bridge = await startBridge({ TERMINAL_MAX_CONN: '6' })
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '7' })
   t.teardown(() => bridge.stop())
   // The heartbeat beats 20 s and 40 s after the bridge started, within a moment of this.
   const started = Date.now()
@@ -75,7 +75,8 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   t.teardown(() => clearInterval(talking))
   // A burst: more than the kernel holds for a client that does not read (its send buffer at most),
   // so that some of it waits in the bridge.
-  const flood = Number(readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2]) + 4 * 1024 * 1024
+  const sendBufferMax = Number(readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2])
+  const flood = sendBufferMax + 4 * 1024 * 1024
   // A client that took a burst of output between the beats, all of it, so nothing is left waiting
   // at the second: its ping went out behind that output and its pong is on the way. It was cut
   // when the heartbeat also required output still queued at the beat, which a slow reader on a
@@ -86,10 +87,19 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   burst.send({ type: 'input', data: `sleep ${(at(22_000) / 1000).toFixed(1)}; head -c ${flood} /dev/zero | tr '\\0' a; sleep 1000\r` })
   const resuming = setTimeout(() => burst.ws.resume(), at(28_000))
   t.teardown(() => clearTimeout(resuming))
+  // A client whose output all went into the kernel's buffers (a finished command's, smaller than
+  // them) before the first beat, and who reads it between the beats: nothing ever waited in the
+  // bridge, so only the kernel's queue, shrinking on its acknowledgements, shows it taking output.
+  const behind = await unponging()
+  behind.ws.pause()
+  const small = Math.min(1024 * 1024, Math.floor(sendBufferMax / 4))
+  behind.send({ type: 'input', data: `sleep ${(at(4_000) / 1000).toFixed(1)}; head -c ${small} /dev/zero | tr '\\0' b; sleep 1000\r` })
+  const reading2 = setTimeout(() => behind.ws.resume(), at(25_000))
+  t.teardown(() => clearTimeout(reading2))
   t.teardown(() => {
-    for (const c of [live, silent, stalled, slow, talker, burst]) c.ws.terminate()
+    for (const c of [live, silent, stalled, slow, talker, burst, behind]) c.ws.terminate()
   })
-  t.match(await health(), { connections: 6 })
+  t.match(await health(), { connections: 7 })
   const closed = await silent.whenClosed(45_000)
   t.equal(closed.code, 1006, 'cut, without a close handshake')
   await until(() => !alive(pid), 5_000, 'the silent client\'s shell to end')
@@ -98,12 +108,14 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   const ended = (): unknown[] => bridge.logs.filter((l) => l.event === 'terminal.session').map((l) => l.pid)
   await until(() => ended().includes(pidOf(stalled)), 5_000, 'the stalled client to be cut')
   t.same(ended().sort(), [pid, pidOf(stalled)].sort(), 'the silent and the stalled connections ended, and no other')
-  t.match(await health(), { connections: 4 }, 'their places freed')
+  t.match(await health(), { connections: 5 }, 'their places freed')
   t.equal(live.closed, null, 'the client that answers pings is still connected')
   t.equal(slow.closed, null, 'the slow reader is still connected')
   t.equal(talker.closed, null, 'the client that sends frames is still connected')
   t.equal(burst.closed, null, 'the client that took a burst is still connected')
   t.ok(burst.output.length >= flood, 'and took all of it')
+  t.equal(behind.closed, null, 'the client that read what the kernel held is still connected')
+  t.ok(behind.output.length >= small, 'and read all of it')
   t.match(await live.run('echo still-$((2+2))'), /^still-4/)
 })
 

@@ -1,4 +1,5 @@
 import http, { type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
@@ -8,6 +9,7 @@ import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
+import { kernelSendQueues } from './send-queues.js'
 
 /** Frames above 1 MiB close the connection with 1009 (CONTRACT §6). */
 const MAX_PAYLOAD = 1024 * 1024
@@ -22,10 +24,12 @@ const CLOSE_HANDSHAKE_MS = 1_000
  * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
  * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
  * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
- * answers too, and so does output still leaving for it while more waits: a ping queues behind up to
- * 1 MiB of output, which a client on a 40 KB/s link takes longer than this to read (it was cut, its
- * shell with it). A dead path takes nothing once the kernel's send buffer is full, so it is cut a
- * period later; with no output waiting, the ping goes out at once and only its answer counts.
+ * answers too, and so does output it took: a ping queues behind up to 1 MiB of output in the
+ * bridge and more in the kernel, which a client on a 40 KB/s link takes longer than this to read
+ * (it was cut, its shell with it). Output counts as taken when a frame that waited for room in the
+ * kernel's send buffer leaves (serveConnection), or when the kernel's queue of unacknowledged bytes
+ * shrank since the last beat (kernelSendQueues): both happen only on the client's
+ * acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
  */
 const HEARTBEAT_MS = 20_000
 
@@ -69,14 +73,26 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const answered = new WeakSet<WebSocket>()
   /** Connections that took queued output since the last beat (see serveConnection). */
   const taking = new WeakSet<WebSocket>()
-  const heartbeat = setInterval(() => {
+  /** Each connection's peer port, and the kernel's unacknowledged bytes for it at the last beat. */
+  const peers = new WeakMap<WebSocket, number>()
+  const unacked = new WeakMap<WebSocket, number>()
+  const beat = async (): Promise<void> => {
+    const address = server.address()
+    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port) : null
+    if (stopping) return
     for (const ws of connections.keys()) {
       const ponged = answered.delete(ws)
       const took = taking.delete(ws)
-      if (ponged || took) ws.ping()
+      const queued = queues?.get(peers.get(ws) ?? -1)
+      const before = unacked.get(ws)
+      if (queued === undefined) unacked.delete(ws)
+      else unacked.set(ws, queued)
+      const acked = queued !== undefined && before !== undefined && queued < before
+      if (ponged || took || acked) ws.ping()
       else ws.terminate()
     }
-  }, HEARTBEAT_MS).unref()
+  }
+  const heartbeat = setInterval(() => void beat(), HEARTBEAT_MS).unref()
 
   const server = http.createServer((req, res) => {
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
@@ -144,6 +160,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       }
       const done = serveConnection(ws, claims, registry, log, sessionLog, () => taking.add(ws))
       connections.set(ws, done)
+      peers.set(ws, (socket as Socket).remotePort ?? -1)
       answered.add(ws)
       ws.on('pong', () => answered.add(ws))
       ws.on('message', () => answered.add(ws))

@@ -142,7 +142,7 @@ t.test('closing the socket ends the shell, a background job and a nohup job, and
   const bridge = await startBridge()
   t.teardown(() => bridge.stop())
   const c = await shell(bridge.port)
-  const shellPid = (c.frames.find((f) => f.type === 'created')!.pid) as number
+  const shellPid = pidOf(c)
   const bg = Number((await c.run('sleep 1000 & echo $!')).trim().split(/\s+/).pop())
   const nh = Number((await c.run('nohup sleep 1001 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
   const disowned = Number((await c.run('(trap "" HUP; exec sleep 1002) & disown; echo $!')).trim().split(/\s+/).pop())
@@ -255,7 +255,7 @@ t.test('SIGTERM closes every connection with 1001, ends every shell and exits 0 
   const bridge = await startBridge()
   const a = await shell(bridge.port)
   const b = await connect(bridge.port)
-  const pid = a.frames.find((f) => f.type === 'created')!.pid as number
+  const pid = pidOf(a)
   const nh = Number((await a.run('nohup sleep 1003 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
   const started = Date.now()
   const exited = await bridge.stop('SIGTERM')

@@ -78,7 +78,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const unacked = new WeakMap<WebSocket, number>()
   const beat = async (): Promise<void> => {
     const address = server.address()
-    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port) : null
+    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port, address.family) : null
     if (stopping) return
     for (const ws of connections.keys()) {
       const ponged = answered.delete(ws)

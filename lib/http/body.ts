@@ -187,14 +187,16 @@ export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknow
   // shown as the regular expression; so is a union that has one ("must be a JSON object, or no
   // body"), in place of an error for each of its branches ("must be undefined", "must be object").
   const errors = [...schema.Errors(value)]
-  const describedUnions = errors.filter((e) => e.keyword === 'anyOf' && describedAt(schema.Type(), e.schemaPath) !== undefined).map((e) => `${e.schemaPath}/anyOf/`)
+  const described = (e: (typeof errors)[number]): string | undefined =>
+    e.keyword === 'pattern' || e.keyword === 'anyOf' ? describedAt(schema.Type(), e.schemaPath) : undefined
+  const describedUnions = errors.filter((e) => e.keyword === 'anyOf' && described(e) !== undefined).map((e) => `${e.schemaPath}/anyOf/`)
   const details: { path: string; message: string }[] = []
   for (const e of errors) {
     if (describedUnions.some((union) => e.schemaPath.startsWith(union))) continue
     const extra = e.keyword === 'boolean'
     const at = extra ? e.instancePath.slice(0, e.instancePath.lastIndexOf('/')) : e.instancePath
-    const described = e.keyword === 'pattern' || e.keyword === 'anyOf' ? describedAt(schema.Type(), e.schemaPath) : undefined
-    const message = extra ? 'must not have additional properties' : described ? `must be ${described}` : e.message
+    const wording = described(e)
+    const message = extra ? 'must not have additional properties' : wording ? `must be ${wording}` : e.message
     const detail = { path: at === '' ? '/' : at, message }
     if (!details.some((d) => d.path === detail.path && d.message === detail.message)) details.push(detail)
   }

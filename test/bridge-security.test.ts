@@ -30,6 +30,7 @@ t.test('GET / is the health payload; other paths 404', async (t) => {
   const res = await fetch(bridge.url + '/')
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /^application\/json/)
+  t.equal(res.headers.get('x-content-type-options'), 'nosniff')
   const body = await res.json() as Record<string, unknown>
   t.same(Object.keys(body).sort(), ['connections', 'max', 'status', 'uptime'])
   t.match(body, { status: 'ok', connections: 0, max: 8 })
@@ -56,6 +57,7 @@ t.test('odd targets never end the bridge: `//[/` is a path (404), a target no UR
     t.same(JSON.parse(plain.slice(plain.indexOf('\r\n\r\n') + 4)), body)
     const upgrade = await rawExchange(bridge.port, `GET ${target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
     t.match(upgrade, new RegExp(`^HTTP/1\\.1 ${status} `), `upgrade at ${target}`)
+    t.match(upgrade, /\r\nX-Content-Type-Options: nosniff\r\n/, `the refusal at ${target} is never sniffed`)
   }
   t.match(await health(), { status: 'ok' }, 'still serving')
 })

@@ -74,6 +74,7 @@ t.test('GET /api/games answers every manifest as written, in file-name order', a
   t.equal(res.status, 200)
   t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
   t.equal(res.headers['vary'], 'Origin, Accept-Encoding')
+  t.equal(res.headers['x-content-type-options'], 'nosniff', 'the flat header list of the hot path carries nosniff too')
   t.equal(res.headers['cache-control'], 'public, max-age=60, must-revalidate')
   t.match(res.headers['etag'], /^"[A-Za-z0-9_-]+"$/, 'a strong ETag')
   t.equal(res.headers['content-length'], String(res.body.length))

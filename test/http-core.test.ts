@@ -62,6 +62,7 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
   const page = await rawRequest(base, 'GET', '/nothing-here')
   t.equal(page.status, 404)
   t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+  t.equal(page.headers['x-content-type-options'], 'nosniff', 'pages are taken as HTML, never sniffed')
   t.match(page.body.toString(), /^<!doctype html>.*404 no route for \/nothing-here/s)
 })
 
@@ -312,6 +313,7 @@ t.test('requests the HTTP parser refuses still get the contract error body, a re
     t.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), `${label}: status`)
     t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i, `${label}: JSON`)
     t.match(head, /\r\nconnection: close/i, `${label}: the connection closes`)
+    t.match(head, /\r\nx-content-type-options: nosniff\r\n/i, `${label}: nosniff`)
     const id = /\r\nx-request-id: ([0-9a-f-]+)/i.exec(head!)?.[1]
     t.match(id, UUID, `${label}: a request id`)
     t.strictSame(Object.keys(JSON.parse(body!)).sort(), ['code', 'error'], `${label}: the contract's body`)
@@ -439,6 +441,7 @@ t.test('no Host on HTTP/1.1, or two Host lines, is 400 BAD_REQUEST in JSON; an E
   t.match(head, /^HTTP\/1\.1 400 /)
   t.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
   t.match(head, /\r\nvary: Origin\r\n/i)
+  t.match(head, /\r\nx-content-type-options: nosniff\r\n/i)
   t.match(/\r\nx-request-id: ([0-9a-f-]+)/i.exec(head!)?.[1], UUID, 'a request id')
   t.strictSame(JSON.parse(text!), { error: 'the Host header is missing', code: 'BAD_REQUEST' })
   for (const [version, hosts] of [['1.1', 'Host: a\r\nHost: evil.example'], ['1.1', 'Host: a\r\nhost: a'], ['1.0', 'HOST: a\r\nHost: b']]) {
@@ -511,7 +514,7 @@ t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real 
   t.notOk(logs.some((e) => e.event === 'http.error' && e.id === teapot.headers['x-request-id']), 'an HttpError below 500 is not an error log')
 })
 
-t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Origin on every API answer', async (t) => {
+t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Origin and nosniff on every API answer', async (t) => {
   const allowed = await rawRequest(base, 'GET', '/api/thing', { origin: ORIGIN })
   t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
   t.equal(allowed.headers['access-control-allow-credentials'], 'true')
@@ -523,6 +526,7 @@ t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Orig
   t.equal(foreign.headers['vary'], 'Origin')
   const notFound = await rawRequest(base, 'GET', '/api/nothing', { origin: ORIGIN })
   t.equal(notFound.headers['vary'], 'Origin', 'errors too')
+  for (const res of [allowed, foreign, notFound]) t.equal(res.headers['x-content-type-options'], 'nosniff', 'a JSON answer is never sniffed as a page')
   t.equal(notFound.headers['access-control-allow-origin'], ORIGIN)
 })
 

@@ -103,7 +103,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor((Date.now() - started) / 1000) }
       : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
     const text = JSON.stringify(body)
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
     res.end(req.method === 'HEAD' ? undefined : text)
   })
 

@@ -77,7 +77,7 @@ function closeWith(socket: Duplex, status: number, reason: string, code: string,
   const id = nextRequestId()
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `x-request-id: ${id}\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
+      `x-request-id: ${id}\r\nx-content-type-options: nosniff\r\nvary: Origin\r\nconnection: close\r\n\r\n${body}`,
   )
   return id
 }

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream'
 export function refuseUpgrade(socket: Duplex, status: number, message: string, requestId?: string): void {
   socket.once('finish', () => socket.destroy())
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +
       (requestId === undefined ? '' : `X-Request-Id: ${requestId}\r\n`) +
       `Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
   )

@@ -95,7 +95,6 @@ async function sendFile(req: IncomingMessage, res: ServerResponse, { handle, inf
   res.setHeader('etag', `W/"${tag}"`)
   // latest.png is replaced in place by each capture; clients revalidate after a minute.
   res.setHeader('cache-control', 'public, max-age=60, must-revalidate')
-  res.setHeader('x-content-type-options', 'nosniff')
   const unchanged = noneMatchHits(req.headers['if-none-match'], new Set([tag]))
   if (unchanged || req.method === 'HEAD' || info.size === 0) {
     await handle.close()

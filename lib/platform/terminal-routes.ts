@@ -48,7 +48,6 @@ const CSP = [
 const PAGE_HEADERS = {
   'content-security-policy': CSP,
   ...NO_STORE,
-  'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
 }
@@ -138,7 +137,6 @@ export function terminalRoutes(router: Router, app: App): void {
       // The URL the page names carries the content's version: that one never changes. Any other
       // (no version, or one from before an upgrade) is checked again at each use.
       'cache-control': ctx.url.searchParams.get('v') === version ? 'public, max-age=31536000, immutable' : 'no-cache',
-      'x-content-type-options': 'nosniff',
     })
     ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
   })

@@ -88,7 +88,7 @@ class PlatformResponse extends http.ServerResponse {
       // The list is the handler's own, made for this answer: extended in place, not copied.
       // A flat list is made by the platform's own hot paths, which leave these two fields to this.
       given.push('x-request-id', this.requestId, 'x-content-type-options', 'nosniff')
-      if (this.api && !hasField(given, 'vary')) given.push('vary', 'Origin')
+      if (this.api && !hasVary(given)) given.push('vary', 'Origin')
       return typeof reason === 'string'
         ? super.writeHead(statusCode, reason, given as string[])
         : super.writeHead(statusCode, given as string[])
@@ -101,11 +101,10 @@ class PlatformResponse extends http.ServerResponse {
   }
 }
 
-/** Whether a flat header list names `lower` (a lower-case field name), in any case. */
-function hasField(flat: unknown[], lower: string): boolean {
+function hasVary(flat: unknown[]): boolean {
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]
-    if (typeof name === 'string' && name.length === lower.length && name.toLowerCase() === lower) return true
+    if (typeof name === 'string' && name.length === 4 && name.toLowerCase() === 'vary') return true
   }
   return false
 }

@@ -130,6 +130,14 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/limit', message: 'must be an integer from 1 to 100' }] },
     'the limit\'s rule in words',
   )
+  // An empty or malformed cursor breaks one rule, worded once (the pattern asks for a character).
+  for (const cursor of ['', '!!', 'a=b']) {
+    t.strictSame(
+      await (await anon.get(`/api/leaderboards/fx-incr-desc?cursor=${cursor}`)).json(),
+      { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/cursor', message: 'must be a nextCursor as given' }] },
+      `cursor=${cursor}: the cursor's rule in words, once`,
+    )
+  }
   const repeated = (await (await anon.get('/api/leaderboards/fx-incr-desc?limit=2&limit=500')).json()) as Record<string, unknown>
   t.strictSame(
     repeated,

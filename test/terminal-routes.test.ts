@@ -104,6 +104,13 @@ t.test('the ticket takes no body or {}: anything else gets the JSON body errors,
   await expectError(t, await dev.post('/dev/terminal/ticket', '{bad'), 400, 'INVALID_JSON')
   await expectError(t, await dev.post('/dev/terminal/ticket', '[1]'), 400, 'VALIDATION_FAILED')
   await expectError(t, await dev.post('/dev/terminal/ticket', JSON.stringify({ pad: 'x'.repeat(70_000) })), 413, 'PAYLOAD_TOO_LARGE')
+  // Who may not have a ticket hears so first, whatever the body, as launch answers 401 first.
+  const anon = new Client(base, ORIGIN)
+  const outsider = await register('ticket_body_outsider')
+  for (const [label, body, headers] of [['null', 'null', {}], ['[]', '[]', {}], ['{bad', '{bad', {}], ['text', '{}', { 'content-type': 'text/plain' }]] as const) {
+    await expectError(t, await anon.post('/dev/terminal/ticket', body, headers), 401, 'NO_SESSION', `signed out, body ${label}`)
+    await expectError(t, await outsider.post('/dev/terminal/ticket', body, headers), 403, 'FORBIDDEN', `not admitted, body ${label}`)
+  }
 })
 
 t.test('a ticket from a foreign origin is refused by the platform', async (t) => {

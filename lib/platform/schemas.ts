@@ -64,6 +64,6 @@ export const SubmitBody = Compile(
 export const LeaderboardQuery = Compile(
   Type.Object({
     limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'an integer from 1 to 100' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$', description: 'a nextCursor as given' })),
+    cursor: Type.Optional(Type.String({ maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$', description: 'a nextCursor as given' })),
   }),
 )

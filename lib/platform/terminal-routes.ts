@@ -117,12 +117,14 @@ export function terminalRoutes(router: Router, app: App): void {
   })
 
   router.add('POST', '/dev/terminal/ticket', async (ctx) => {
-    // No body, or `{}`: anything else gets the JSON body errors of CONTRACT §4 (415, 400, 413).
-    await readIgnoredBody(ctx.req)
+    // The gate first, as launch checks its session first: a client that may not have a ticket
+    // hears so whatever it sends, and its body is not read.
     const gate = await checkDevGate(app, ctx)
     if (!gate.admitted) {
       throw gate.status === 401 ? new HttpError(401, 'NO_SESSION', 'sign in first') : new HttpError(403, 'FORBIDDEN', 'developer access required')
     }
+    // No body, or `{}`: anything else gets the JSON body errors of CONTRACT §4 (415, 400, 413).
+    await readIgnoredBody(ctx.req)
     const { ticket, claims } = mintTicket(ticketKeys, gate.user, app.now())
     json(ctx.res, 200, { success: true, ticket, expiresAt: new Date(claims.expiresAt).toISOString() }, NO_STORE)
   })

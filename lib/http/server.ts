@@ -63,9 +63,9 @@ export function createServer(options: ServerOptions): http.Server {
  * A response that carries X-Request-Id and `X-Content-Type-Options: nosniff` on every answer, and
  * `Vary: Origin` on every API answer (CONTRACT §2), however a handler writes its head. nosniff: a
  * browser takes each answer as the type it is labelled, never a JSON body with a user's name in it
- * as a page or a script. A handler may pass its headers to writeHead
- * as one flat array: with nothing set before, Node then writes them without building a header
- * map, which the catalogue's hot path relies on (setHeader per header cost it a tenth of its rate).
+ * as a page or a script. A handler may pass its headers to writeHead as one flat array: with
+ * nothing set before, Node then writes them without building a header map, which the catalogue's
+ * hot path relies on (setHeader per header cost it a tenth of its rate).
  */
 class PlatformResponse extends http.ServerResponse {
   /**

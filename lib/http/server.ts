@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { BlockList } from 'node:net'
-import { clientAddress, header } from './client-address.js'
+import { clientAddress, header, headerLines } from './client-address.js'
 import { parseTarget, pathnameOf } from './target.js'
 import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
@@ -174,16 +174,6 @@ class Exchange implements RouteContext {
   }
 }
 
-/** How many Host lines a request has (its raw headers, name and value in turn). */
-function hostLines(raw: string[]): number {
-  let lines = 0
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!
-    if (name.length === 4 && name.toLowerCase() === 'host') lines++
-  }
-  return lines
-}
-
 /** Connections that end after the answer being made: requests read on them after it are not served. */
 const closing = new WeakSet<object>()
 
@@ -214,7 +204,7 @@ function handle(
     if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
     // RFC 9112 §3.2: HTTP/1.1 requires Host (HTTP/1.0 may leave it out), and more than one Host
     // line is 400 whatever the version (Node keeps the first and drops the rest).
-    const hosts = hostLines(req.rawHeaders)
+    const hosts = headerLines(req, 'host')
     if (hosts > 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is repeated')
     if (hosts === 0 && req.httpVersionMinor >= 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is missing')
     // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
@@ -54,14 +54,24 @@ function descendants(pid: number): number[] {
   return readChildren(pid).flatMap((child) => [child, ...descendants(child)])
 }
 
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
+/**
+ * 'none' when a connection to the port is refused; else who listens on it (`ss`), so that a
+ * failure names the holder: one of ours, or another test's server on a port reused at once.
+ */
+async function listener(port: number): Promise<string> {
+  const connected = await new Promise<boolean>((resolve) => {
     const socket = net.connect(port, '127.0.0.1', () => {
       socket.destroy()
-      resolve(false)
+      resolve(true)
     })
-    socket.on('error', () => resolve(true))
+    socket.on('error', () => resolve(false))
   })
+  if (!connected) return 'none'
+  try {
+    return execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' }).trim() || 'a listener ss does not show'
+  } catch (err) {
+    return `a listener (ss failed: ${(err as Error).message})`
+  }
 }
 
 const alive = (pid: number): boolean => {
@@ -79,8 +89,8 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     t.equal(started.pids.length, 2, 'two children')
     started.child.kill(signal)
     t.same(await started.exited, { code: 0, signal: null })
-    t.ok(await refused(started.ports.platform), 'the platform port is closed')
-    t.ok(await refused(started.ports.bridge), 'the bridge port is closed')
+    t.equal(await listener(started.ports.platform), 'none', 'the platform port is closed')
+    t.equal(await listener(started.ports.bridge), 'none', 'the bridge port is closed')
     t.same(started.pids.filter(alive), [], 'no child left behind')
   })
 }
@@ -92,8 +102,8 @@ t.test('SIGTERM to the npm process of `npm start` alone stops both servers', asy
   t.equal(started.pids.length, 3, 'npm runs start.js, which runs the two servers')
   started.child.kill('SIGTERM')
   t.same(await started.exited, { code: 0, signal: null }, 'npm waits for start.js, which waits for both')
-  t.ok(await refused(started.ports.platform), 'the platform port is closed')
-  t.ok(await refused(started.ports.bridge), 'the bridge port is closed')
+  t.equal(await listener(started.ports.platform), 'none', 'the platform port is closed')
+  t.equal(await listener(started.ports.bridge), 'none', 'the bridge port is closed')
   t.same(started.pids.filter(alive), [], 'nothing left behind')
 })
 
@@ -126,5 +136,5 @@ t.test('one server dying stops the other, and npm start fails', async (t) => {
   const bridgePid = started.pids.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('terminal-bridge'))!
   process.kill(bridgePid, 'SIGKILL')
   t.same(await started.exited, { code: 1, signal: null })
-  t.ok(await refused(started.ports.platform), 'the platform was stopped')
+  t.equal(await listener(started.ports.platform), 'none', 'the platform was stopped')
 })

@@ -22,7 +22,7 @@ import { spawn as ptySpawn } from 'node-pty'
 import { WebSocket } from 'ws'
 import { resolveShellAccount } from '../lib/bridge/account.js'
 import { loadBridgeConfig } from '../lib/config.js'
-import { connect, SHELL_USER, startBridge, type TermClient } from '../test/helpers/terminal.js'
+import { connect, paceReading, SHELL_USER, startBridge, type TermClient } from '../test/helpers/terminal.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 /** BENCH_PARTS=echo,throughput (any of throughput, echo, ctrlc, idle, tail) runs only those parts. */
@@ -183,8 +183,8 @@ async function echoInProcess(n: number): Promise<number[]> {
 async function ctrlC(ack: boolean): Promise<{ ms: number; peak: number }> {
   const c = await shell()
   const counter = { chars: 0 }
-  const started = Date.now()
-  let waiting = false
+  // Read no faster than READER_RATE.
+  const pace = paceReading(c.ws, READER_RATE, () => counter.chars)
   c.ws.removeAllListeners('message')
   c.ws.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { type: string; data?: string }
@@ -196,16 +196,7 @@ async function ctrlC(ack: boolean): Promise<{ ms: number; peak: number }> {
       c.frames.push(frame)
     }
     c.wake()
-    // Read no faster than READER_RATE: stop reading until the budget catches up.
-    const ahead = counter.chars / READER_RATE * 1000 - (Date.now() - started)
-    if (ahead > 0 && !waiting) {
-      waiting = true
-      c.ws.pause()
-      setTimeout(() => {
-        waiting = false
-        c.ws.resume()
-      }, ahead)
-    }
+    pace()
   })
   c.send({ type: 'input', data: "PS1='READY''> '; clear\r" })
   await c.until(() => c.output.includes('READY> '), 10_000, 'prompt')

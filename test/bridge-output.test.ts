@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
-import { connect, startBridge, type TermClient } from './helpers/terminal.js'
+import { connect, paceReading, startBridge, type TermClient } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
@@ -11,6 +11,16 @@ t.teardown(() => bridge.stop())
 function rssMiB(pid: number): number {
   const kb = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]
   return Number(kb) / 1024
+}
+
+/** A shell on a bridge of its own (stopped at the test's end), for measuring the bridge's memory. */
+async function freshShell(t: Test): Promise<{ c: TermClient; pid: number }> {
+  const fresh = await startBridge()
+  t.teardown(() => fresh.stop())
+  const c = await connect(fresh.port)
+  c.send({ type: 'create', cols: 200, rows: 50 })
+  await c.frame('created')
+  return { c, pid: fresh.child.pid! }
 }
 
 async function shell(): Promise<TermClient> {
@@ -50,12 +60,7 @@ t.test('every byte of a fast command reaches the client before exit: `seq 1 2000
 })
 
 t.test('a client that reads slowly while the shell prints without end keeps the bridge\'s memory bounded', async (t) => {
-  const fresh = await startBridge()
-  t.teardown(() => fresh.stop())
-  const c = await connect(fresh.port)
-  c.send({ type: 'create', cols: 200, rows: 50 })
-  await c.frame('created')
-  const pid = fresh.child.pid!
+  const { c, pid } = await freshShell(t)
   await sleep(200)
   const before = rssMiB(pid)
   c.ws.pause() // stop reading the socket: the kernel buffers fill, then the bridge's
@@ -78,31 +83,16 @@ t.test('a client that reads 5 MB/s and never acks keeps the bridge within a few 
   // Output that waits in the bridge for the socket lives long enough for V8 to promote it, and
   // it is then held until a full collection: with 1 MiB allowed to wait, the bridge grew 12 MiB
   // in 3 s and 20 MiB in 5 s of this, before its first full collection.
-  const fresh = await startBridge()
-  t.teardown(() => fresh.stop())
-  const c = await connect(fresh.port)
-  c.send({ type: 'create', cols: 200, rows: 50 })
-  await c.frame('created')
+  const { c, pid } = await freshShell(t)
   await c.run('true')
-  const pid = fresh.child.pid!
   const before = rssMiB(pid)
   let chars = 0
-  let waiting = false
-  const started = Date.now()
+  const pace = paceReading(c.ws, 5 * 1024 * 1024, () => chars)
   c.ws.removeAllListeners('message')
   c.ws.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { type: string; data?: string }
     if (frame.type === 'output') chars += frame.data!.length
-    // Read no faster than 5 MB/s: stop reading until the budget catches up.
-    const ahead = (chars / (5 * 1024 * 1024)) * 1000 - (Date.now() - started)
-    if (ahead > 0 && !waiting) {
-      waiting = true
-      c.ws.pause()
-      setTimeout(() => {
-        waiting = false
-        c.ws.resume()
-      }, ahead)
-    }
+    pace()
   })
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   let peak = before

@@ -35,6 +35,27 @@ export function startBridge(env: Record<string, string | undefined> = {}): Promi
   })
 }
 
+/**
+ * Pace a client's reading of its socket to `bytesPerSecond` of what `read()` counts, from now, as
+ * a slow link would: the returned function, called after each frame, stops reading until the
+ * budget catches up.
+ */
+export function paceReading(ws: WebSocket, bytesPerSecond: number, read: () => number): () => void {
+  const started = Date.now()
+  let waiting = false
+  return () => {
+    const ahead = (read() / bytesPerSecond) * 1000 - (Date.now() - started)
+    if (ahead > 0 && !waiting) {
+      waiting = true
+      ws.pause()
+      setTimeout(() => {
+        waiting = false
+        ws.resume()
+      }, ahead)
+    }
+  }
+}
+
 /** A fresh ticket for a test user. */
 export function ticket(now = Date.now(), user = { id: 'u-1', username: 'dev' }): string {
   return mintTicket([TICKET_SECRET], user, now).ticket

@@ -25,10 +25,10 @@ const CLOSE_HANDSHAKE_MS = 1_000
  * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
  * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
  * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
- * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to read
- * (it was cut, its shell with it). Output counts as taken when a frame that waited for room in the
- * kernel's send buffer leaves (serveConnection), or when the kernel's queue of unacknowledged bytes
- * shrank since the last beat (kernelSendQueues): both happen only on the client's
+ * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
+ * read (it was cut, its shell with it). Output counts as taken when a frame that waited for room in
+ * the kernel's send buffer leaves (serveConnection), or when the kernel's queue of unacknowledged
+ * bytes shrank since the last beat (kernelSendQueues): both happen only on the client's
  * acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
  */
 const HEARTBEAT_MS = 20_000

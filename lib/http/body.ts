@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import contentType from 'content-type'
 import { Compile, Type, type Static, type TSchema, type Validator } from '../typebox.js'
-import { headerLines } from './client-address.js'
+import { headerLines } from './header-lines.js'
 import { HttpError } from './errors.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
@@ -76,7 +76,7 @@ function jsonTypeProblem(req: IncomingMessage): string | null {
   const transfer = req.headers['transfer-encoding']
   if (transfer !== undefined && transfer.trim().toLowerCase() !== 'chunked') return 'a JSON body must not be transfer-coded other than chunked'
   // Node keeps the first of two Content-Type lines; a proxy before it may have read the last.
-  if (headerLines(req, 'content-type') > 1) return 'the Content-Type header is repeated'
+  if (headerLines(req.rawHeaders, 'content-type') > 1) return 'the Content-Type header is repeated'
   const header = req.headers['content-type']
   let parsed: contentType.ParsedMediaType | null = null
   try {

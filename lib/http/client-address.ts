@@ -52,20 +52,6 @@ function isTrusted(ip: string, trust: BlockList): boolean {
   return trust.check(ip, family === 6 ? 'ipv6' : 'ipv4') || (family === 4 && trust.check(`::ffff:${ip}`, 'ipv6'))
 }
 
-/**
- * How many lines of a request's head name the header `lower` (a lower-case name), in any case:
- * Node keeps only the first line of some (Host, Content-Type) and says nothing of the others.
- */
-export function headerLines(req: IncomingMessage, lower: string): number {
-  const raw = req.rawHeaders
-  let lines = 0
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!
-    if (name.length === lower.length && name.toLowerCase() === lower) lines++
-  }
-  return lines
-}
-
 /** A request header as one string: repeated headers joined with commas. */
 export function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name]

@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { BlockList } from 'node:net'
-import { clientAddress, header, headerLines } from './client-address.js'
+import { clientAddress, header } from './client-address.js'
+import { headerLines } from './header-lines.js'
 import { parseTarget, pathnameOf } from './target.js'
 import { NO_PARAMS, type Router, type RouteContext } from './router.js'
 import { HttpError } from './errors.js'
@@ -88,7 +89,7 @@ class PlatformResponse extends http.ServerResponse {
       // The list is the handler's own, made for this answer: extended in place, not copied.
       // A flat list is made by the platform's own hot paths, which leave these two fields to this.
       given.push('x-request-id', this.requestId, 'x-content-type-options', 'nosniff')
-      if (this.api && !hasVary(given)) given.push('vary', 'Origin')
+      if (this.api && headerLines(given, 'vary') === 0) given.push('vary', 'Origin')
       return typeof reason === 'string'
         ? super.writeHead(statusCode, reason, given as string[])
         : super.writeHead(statusCode, given as string[])
@@ -99,14 +100,6 @@ class PlatformResponse extends http.ServerResponse {
     if (this.api && !this.hasHeader('vary') && !(object && ('vary' in object || 'Vary' in object))) this.setHeader('vary', 'Origin')
     return super.writeHead(statusCode, reason as string, headers as http.OutgoingHttpHeaders)
   }
-}
-
-function hasVary(flat: unknown[]): boolean {
-  for (let i = 0; i < flat.length; i += 2) {
-    const name = flat[i]
-    if (typeof name === 'string' && name.length === 4 && name.toLowerCase() === 'vary') return true
-  }
-  return false
 }
 
 /**
@@ -204,7 +197,7 @@ function handle(
     if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
     // RFC 9112 §3.2: HTTP/1.1 requires Host (HTTP/1.0 may leave it out), and more than one Host
     // line is 400 whatever the version (Node keeps the first and drops the rest).
-    const hosts = headerLines(req, 'host')
+    const hosts = headerLines(req.rawHeaders, 'host')
     if (hosts > 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is repeated')
     if (hosts === 0 && req.httpVersionMinor >= 1) throw new HttpError(400, 'BAD_REQUEST', 'the Host header is missing')
     // Node joins repeated Origin headers into one string, as it does every header but Set-Cookie.

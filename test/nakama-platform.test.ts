@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
@@ -283,6 +283,14 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
   t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
 })
 
+/** A loopback server answering every request with this status and HTML page; resolves to its URL. */
+async function htmlServer(t: Test, status: number, page: string): Promise<string> {
+  const server = http.createServer((req, res) => res.writeHead(status, { 'content-type': 'text/html' }).end(page))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
 /** Run `bin/platform users …` with this environment; resolves with the exit code and both streams. */
 function usersCommand(commandEnv: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runUsers({ DATA_DIR: tempDir(), ...commandEnv }, ...args)
@@ -291,10 +299,9 @@ function usersCommand(commandEnv: Record<string, string>, ...args: string[]): Pr
 t.test('start-up: a refused key, a Nakama without the module, or a URL that is not Nakama is one config line and exit 2', onFake, async (t) => {
   const refusing = await startFakeNakama({ serverKey: 'the-real-server-key', httpKey: 'the-real-http-key' })
   const bare = await startFakeNakama({ module: null })
-  const other = http.createServer((req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'))
-  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => Promise.all([refusing.close(), bare.close(), new Promise((resolve) => other.close(resolve))]))
-  const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
+  const otherUrl = await htmlServer(t, 404, '<h1>Not Found</h1>')
+  const page = await htmlServer(t, 200, '<!doctype html><title>Welcome</title>')
+  t.teardown(() => Promise.all([refusing.close(), bare.close()]))
   const cases: Array<[string, Record<string, string>, string]> = [
     ['wrong server key', { ...nakamaEnv(refusing), NAKAMA_SERVER_KEY: 'defaultkey' },
       `NAKAMA_SERVER_KEY: (10 characters, not shown) is refused by Nakama at ${refusing.url} (Server key invalid); expected Nakama's socket.server_key`],
@@ -304,6 +311,8 @@ t.test('start-up: a refused key, a Nakama without the module, or a URL that is n
       `NAKAMA_URL: "${bare.url}" is a Nakama without the playfield module (RPC function not found); expected a Nakama running nakama/modules/playfield.js (README: Installing the module)`],
     ['not Nakama', { ...nakamaEnv(refusing), NAKAMA_URL: otherUrl },
       `NAKAMA_URL: "${otherUrl}" does not answer as Nakama (POST /v2/account/authenticate/custom: HTTP 404 Not Found); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`],
+    ['a page, not JSON', { ...nakamaEnv(refusing), NAKAMA_URL: page },
+      `NAKAMA_URL: "${page}" does not answer as Nakama (POST /v2/account/authenticate/custom: HTTP 200, not JSON); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`],
   ]
   for (const [label, nakamaVars, line] of cases) {
     const error = await startPlatform({ env: { ...env, ...nakamaVars } }).then(() => new Error('started'), (err: Error) => err)

@@ -14,6 +14,17 @@ export class NakamaError extends Error {
   }
 }
 
+/** A 2xx answer of Nakama whose body is not JSON: whatever answered is not Nakama's API. */
+export class NakamaNotJson extends Error {
+  override name = 'NakamaNotJson'
+  constructor(
+    readonly request: string,
+    readonly status: number,
+  ) {
+    super(`Nakama ${request}: answer is not JSON`)
+  }
+}
+
 /** The variable an operator must fix, and what it must be. */
 const FIXES = {
   NAKAMA_SERVER_KEY: "Nakama's socket.server_key",
@@ -130,7 +141,7 @@ export class NakamaClient {
     try {
       body = text === '' ? {} : JSON.parse(text)
     } catch {
-      if (res.ok) throw new Error(`Nakama ${method} ${path}: answer is not JSON`)
+      if (res.ok) throw new NakamaNotJson(`${method} ${path}`, res.status)
     }
     if (res.ok) return body
     const fields = (body ?? {}) as { code?: unknown; message?: unknown }

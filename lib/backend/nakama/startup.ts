@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { ConfigError } from '../../config-error.js'
 import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
-import { NakamaError, NakamaMisconfigured, type NakamaClient } from './client.js'
+import { NakamaError, NakamaMisconfigured, NakamaNotJson, type NakamaClient } from './client.js'
 
 /** The nil user: Nakama's system user, never a player; the check needs only that the module answers with an `account` key. */
 const NIL_USER = '00000000-0000-0000-0000-000000000000'
@@ -55,6 +55,7 @@ function configError(err: NakamaMisconfigured, config: NakamaConfig): ConfigErro
 function notNakama(url: string, request: string, answer: unknown): ConfigError {
   const got = answer instanceof NakamaError
     ? `HTTP ${answer.status}${answer.grpcCode ? ` code ${answer.grpcCode}` : ''} ${answer.message}`
-    : answer instanceof Error ? answer.message : 'an answer that is not Nakama\'s'
+    : answer instanceof NakamaNotJson ? `HTTP ${answer.status}, not JSON`
+      : answer instanceof Error ? answer.message : 'an answer that is not Nakama\'s'
   return new ConfigError(`NAKAMA_URL: ${JSON.stringify(url)} does not answer as Nakama (${request}: ${got}); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`)
 }

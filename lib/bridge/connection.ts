@@ -57,14 +57,12 @@ export function serveConnection(
   let ackedChars = 0
   let acking = false
 
-  // Error frames not yet handed to the kernel. A client that sends bad frames and never reads the
-  // answers had them all queued, each small write costing far more memory than its bytes (100,000
-  // held 67 MiB): past MAX_QUEUED_ERRORS, further error frames are dropped until some go out.
+  // Error frames the kernel did not take at once. A client that sends bad frames and never reads
+  // the answers had them all queued, each small write costing far more memory than its bytes
+  // (100,000 held 67 MiB): past MAX_QUEUED_ERRORS, further error frames are dropped until some go
+  // out. One the kernel takes is not counted, though its callback comes later: a client that
+  // reads gets an error frame for each bad frame of a burst.
   let queuedErrors = 0
-  const errorSent = (): void => {
-    queuedErrors--
-    frameSent()
-  }
   // Set when a send leaves bytes queued (the kernel's buffer was full), cleared once the queue is
   // empty again. A write the kernel takes at once proves nothing about the client, even on a dead
   // path, until its buffer fills; a queued one that completes later does. Whether anything is
@@ -81,8 +79,15 @@ export function serveConnection(
     if (ws.readyState !== ws.OPEN) return
     if (frame.type === 'error') {
       if (queuedErrors >= MAX_QUEUED_ERRORS) return
-      queuedErrors++
-      ws.send(JSON.stringify(frame), errorSent)
+      let queued = false
+      ws.send(JSON.stringify(frame), () => {
+        if (queued) queuedErrors--
+        frameSent()
+      })
+      if (ws.bufferedAmount > 0) {
+        queued = true
+        queuedErrors++
+      }
     } else {
       ws.send(JSON.stringify(frame), frameSent)
     }

@@ -121,8 +121,14 @@ export class TermClient {
 
   /** The next frame of `type` after index `from`. */
   async frame(type: string, from = 0, ms?: number): Promise<Frame> {
-    await this.until(() => this.frames.slice(from).some((f) => f.type === type), ms, `a ${type} frame`)
-    return this.frames.slice(from).find((f) => f.type === type)!
+    // Each look goes on from where the last one stopped: a wait behind 100,000 frames stays linear.
+    let at = from
+    const found = (): boolean => {
+      for (; at < this.frames.length; at++) if (this.frames[at]!.type === type) return true
+      return false
+    }
+    await this.until(found, ms, `a ${type} frame`)
+    return this.frames[at]!
   }
 
   /** Run a command and return what it printed (between two markers the shell echoes around it). */

@@ -387,6 +387,13 @@ t.test('CORS: any origin, with Authorization, Content-Type and User-Agent, as go
   t.equal((await preflight('GET', 'x-custom')).status, 403, 'a header outside the list')
   res = await fetch(`${fake.url}/v2/account`, { headers: { origin: 'https://game.example' } })
   t.same([res.status, res.headers.get('access-control-allow-origin')], [401, '*'], 'an actual request gets the origin header too')
+  // Every response carries Cache-Control, preflight answers included.
+  for (const [method, headers, status] of [['GET', 'authorization', 200], ['PATCH', 'authorization', 405], ['GET', 'x-custom', 403]] as const) {
+    res = await preflight(method, headers)
+    t.same([res.status, res.headers.get('cache-control')], [status, 'no-store, no-cache, must-revalidate'], `preflight ${method} ${headers}: Cache-Control`)
+  }
+  res = await fetch(`${fake.url}/v2/account`, { method: 'OPTIONS' })
+  t.same([res.status, res.headers.get('cache-control')], [200, 'no-store, no-cache, must-revalidate'], 'an OPTIONS without Origin: Cache-Control')
 })
 
 t.test('reset schedules are read as cronexpr reads them: 6 fields end with a year, 7 start with seconds (§3.4)', async (t) => {
@@ -404,4 +411,158 @@ t.test('reset schedules are read as cronexpr reads them: 6 fields end with a yea
     t.equal(new Date(nk.leaderboardsGetId([`c${i}`])[0]!.nextReset! * 1000).toISOString().replace('.000Z', 'Z'), next, schedule)
   }
   t.throws(() => nk.leaderboardCreate('short', false, 'desc', 'best', '0 0 * *', {}, true), TypeError, 'four fields are too few')
+})
+
+t.test('list cursors: a prev_cursor lists the page before, in rank order; never the same page (§1.7)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  const owners = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003', '00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000005']
+  for (const sort of ['desc', 'asc'] as const) {
+    nk.leaderboardCreate(`pages-${sort}`, false, sort, 'best', null, {}, true)
+    // Rank order is owners[0] first on both boards.
+    for (const [i, owner] of owners.entries()) nk.leaderboardRecordWrite(`pages-${sort}`, owner, `p${i}`, sort === 'desc' ? 50 - 10 * i : 10 + 10 * i)
+  }
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=pia', { id: 'custom-pia-01' }, basic(fake.serverKey))).json() as { token: string }
+  type Page = { records?: Array<{ owner_id: string; rank: string }>; next_cursor?: string; prev_cursor?: string }
+  for (const sort of ['desc', 'asc'] as const) {
+    const get = async (cursor?: string): Promise<Page> => {
+      const res = await fetch(`${fake.url}/v2/leaderboard/pages-${sort}?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${s.token}` } })
+      t.equal(res.status, 200, `${sort}: listing ${cursor ? 'from a cursor' : 'from the top'}`)
+      return await res.json() as Page
+    }
+    const shown = (page: Page) => (page.records ?? []).map((r) => [r.owner_id, r.rank])
+    const first = await get()
+    t.same(shown(first), [[owners[0], '1'], [owners[1], '2']], `${sort}: page 1`)
+    t.notOk(first.prev_cursor, `${sort}: no prev_cursor on the first page`)
+    const second = await get(first.next_cursor)
+    t.same(shown(second), [[owners[2], '3'], [owners[3], '4']], `${sort}: page 2`)
+    t.ok(second.prev_cursor, `${sort}: page 2 has a prev_cursor`)
+    t.not(second.prev_cursor, first.next_cursor, `${sort}: the prev_cursor is not the cursor that led here`)
+    const back = await get(second.prev_cursor)
+    t.same(shown(back), [[owners[0], '1'], [owners[1], '2']], `${sort}: prev_cursor of page 2 is page 1, in rank order, ranked as before`)
+    t.notOk(back.prev_cursor, `${sort}: nothing before page 1`)
+    t.same(shown(await get(back.next_cursor)), shown(second), `${sort}: and its next_cursor is page 2 again`)
+    const third = await get(second.next_cursor)
+    t.same(shown(third), [[owners[4], '5']], `${sort}: page 3`)
+    t.notOk(third.next_cursor, `${sort}: the last page has no next_cursor`)
+    const backFromThird = await get(third.prev_cursor)
+    t.same(shown(backFromThird), shown(second), `${sort}: prev_cursor of page 3 is page 2`)
+    t.same(shown(await get(backFromThird.prev_cursor)), shown(first), `${sort}: and its prev_cursor page 1`)
+    t.same(shown(await get(backFromThird.next_cursor)), shown(third), `${sort}: and its next_cursor page 3`)
+  }
+  // The haystack's prev_cursor pages upwards through the same listing.
+  const get = (path: string) => fetch(`${fake.url}${path}`, { headers: { authorization: `Bearer ${s.token}` } })
+  const window = await (await get(`/v2/leaderboard/pages-desc/owner/${owners[4]}?limit=2`)).json() as Page
+  t.same((window.records ?? []).map((r) => r.owner_id), [owners[3], owners[4]])
+  const res = await get(`/v2/leaderboard/pages-desc?limit=2&cursor=${window.prev_cursor}`)
+  t.equal(res.status, 200, "a haystack's prev_cursor is a valid cursor")
+  t.same(((await res.json()) as Page).records!.map((r) => [r.owner_id, r.rank]), [[owners[1], '2'], [owners[2], '3']])
+})
+
+t.test('REST leaderboard write: the body is decoded before the board is looked up; the operator by name or number 0-4 (§1.0, §1.6)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  nk.leaderboardCreate('open', false, 'desc', 'best', null, {}, true)
+  nk.leaderboardCreate('server', true, 'desc', 'best', null, {}, true)
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=ole', { id: 'custom-ole-01' }, basic(fake.serverKey))).json() as { token: string }
+  const write = (board: string, body: string) => fetch(`${fake.url}/v2/leaderboard/${board}`, { method: 'POST', headers: { authorization: `Bearer ${s.token}` }, body })
+  for (const [board, body, status, answer] of [
+    ['nope', '{"metadata":{"a":1}}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for string type: {' }],
+    ['server', '{"metadata":{"a":1}}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for string type: {' }],
+    ['nope', '{"operator":true}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: true' }],
+    ['open', '{"operator":true}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: true' }],
+    ['open', '{"operator":"FOO"}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: "FOO"' }],
+    ['open', '{"operator":"3"}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: "3"' }],
+    ['open', '{"operator":1.5}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: 1.5' }],
+    ['open', '{"operator":2147483648}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for enum type: 2147483648' }],
+    ['open', '{"metadata":5,"score":1.5}', 400, { code: 3, message: 'proto: (line 1:13): invalid value for string type: 5' }],
+    ['open', '{"score":1.5,"metadata":5}', 400, { code: 3, message: 'proto: (line 1:10): invalid value for int64 type: 1.5' }],
+    ['nope', '{"metadata":"[1]"}', 400, { code: 3, message: 'Metadata value must be JSON, if provided.' }],
+    ['server', '{"metadata":"[1]"}', 400, { code: 3, message: 'Metadata value must be JSON, if provided.' }],
+    ['nope', '{"operator":9}', 404, { code: 5, message: 'Leaderboard not found.' }],
+    ['server', '{"operator":9}', 403, { code: 7, message: 'Leaderboard only allows authoritative score submissions.' }],
+    ['open', '{"operator":9}', 500, { code: 13, message: 'Error writing score to leaderboard.' }],
+    ['open', '{"operator":-1}', 500, { code: 13, message: 'Error writing score to leaderboard.' }],
+  ] as const) {
+    const res = await write(board, body)
+    t.same([res.status, await res.json()], [status, answer], `${board} ${body}`)
+  }
+  t.equal(nk.leaderboardRecordsList('open', [], 10).records.length, 0, 'nothing was written')
+  const score = async (body: string) => ((await (await write('open', body)).json()) as { score?: string }).score
+  t.equal(await score('{"score":5,"operator":"SET"}'), '5', 'a name')
+  t.equal(await score('{"score":2,"operator":3}'), '7', 'a number: 3 INCREMENT')
+  t.equal(await score('{"score":1,"operator":3.0}'), '8', 'an integral number')
+  t.equal(await score('{"score":3,"operator":4}'), '5', '4 DECREMENT')
+  t.equal(await score('{"score":1,"operator":null}'), '5', 'null is NO_OVERRIDE: the board keeps best')
+})
+
+t.test('PUT /v2/account stores avatar_url, lang_tag, location and timezone; GET returns them; update_time moves on a change only (§1.4, §1.5)', async (t) => {
+  let clock = Date.parse('2026-01-01T00:00:00Z')
+  const fake = await startFakeNakama({ module: null, now: () => clock })
+  t.teardown(() => fake.close())
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=quin', { id: 'custom-quin-01' }, basic(fake.serverKey))).json() as { token: string }
+  const put = (body: unknown) => fetch(`${fake.url}/v2/account`, { method: 'PUT', headers: { authorization: `Bearer ${s.token}` }, body: JSON.stringify(body) })
+  const user = async () => ((await (await fetch(`${fake.url}/v2/account`, { headers: { authorization: `Bearer ${s.token}` } })).json()) as { user: Record<string, unknown> }).user
+  let u = await user()
+  t.equal(u.lang_tag, 'en', 'a new account: lang_tag en')
+  t.notOk('avatar_url' in u || 'location' in u || 'timezone' in u || 'display_name' in u, 'empty columns are left out')
+  t.equal(u.update_time, '2026-01-01T00:00:00Z')
+  clock += 60_000
+  t.equal((await put({ avatar_url: 'https://img.example/q.png', lang_tag: 'fr', location: 'Lyon', timezone: 'Europe/Paris' })).status, 200)
+  u = await user()
+  t.match(u, { avatar_url: 'https://img.example/q.png', lang_tag: 'fr', location: 'Lyon', timezone: 'Europe/Paris', update_time: '2026-01-01T00:01:00Z' }, 'stored and returned')
+  clock += 60_000
+  t.equal((await put({ displayName: 'Quin' })).status, 200, 'lowerCamelCase input')
+  u = await user()
+  t.match(u, { display_name: 'Quin', lang_tag: 'fr', update_time: '2026-01-01T00:02:00Z' }, 'a display_name change alone moves update_time')
+  clock += 60_000
+  t.equal((await put({ display_name: 'Quin', lang_tag: 'fr', username: 'quin' })).status, 200, 'equal values')
+  t.equal((await user()).update_time, '2026-01-01T00:02:00Z', 'are a no-op: update_time stays')
+  t.equal((await put({ lang_tag: '', location: '', avatar_url: '' })).status, 200)
+  u = await user()
+  t.notOk('lang_tag' in u || 'location' in u || 'avatar_url' in u, 'an empty string sets the column to NULL: left out')
+  t.match(u, { timezone: 'Europe/Paris', display_name: 'Quin', update_time: '2026-01-01T00:03:00Z' })
+})
+
+t.test('custom and device ids: ASCII whitespace and control characters, DEL too, are refused; a Unicode space is not (§1.1)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const custom = (id: string) => post(fake, '/v2/account/authenticate/custom', { id }, basic(fake.serverKey))
+  const device = (id: string) => post(fake, '/v2/account/authenticate/device', { id }, basic(fake.serverKey))
+  for (const id of ['custom\u00a0id01', 'custom\u2003id02']) t.equal((await custom(id)).status, 200, `custom ${JSON.stringify(id)}`)
+  t.equal((await device('device\u00a0id-0001')).status, 200, 'device with U+00A0')
+  for (const id of ['custom-id\u007f', 'custom id04', 'custom\tid05', 'custom-id\u0000', 'custom\u000bid06']) {
+    const res = await custom(id)
+    t.same([res.status, await res.json()], [400, { code: 3, message: 'Custom ID invalid, no spaces or control characters allowed.' }], `custom ${JSON.stringify(id)}`)
+  }
+  const res = await device('device-id-0002\u007f')
+  t.same([res.status, await res.json()], [400, { code: 3, message: 'Device ID invalid, no spaces or control characters allowed.' }], 'device with DEL')
+})
+
+t.test('query parameters are parsed before the handler: a bad create is 400 for an existing account too; the list limit is checked before the board (§1.1, §1.7)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const s = await (await post(fake, '/v2/account/authenticate/custom?username=rae', { id: 'custom-rae-01' }, basic(fake.serverKey))).json() as { token: string }
+  for (const path of ['/v2/account/authenticate/custom?create=garbage', '/v2/account/authenticate/custom?create=yes&username=rae']) {
+    const res = await post(fake, path, { id: 'custom-rae-01' }, basic(fake.serverKey))
+    t.equal(res.status, 400, `${path}: an existing account`)
+    t.match(await res.json(), { code: 3, message: /strconv\.ParseBool/ })
+  }
+  await post(fake, '/v2/account/authenticate/device', { id: 'device-rae-0001' }, basic(fake.serverKey))
+  t.equal((await post(fake, '/v2/account/authenticate/device?create=nope', { id: 'device-rae-0001' }, basic(fake.serverKey))).status, 400, 'device: an existing account')
+  await post(fake, '/v2/account/authenticate/email', { email: 'rae@mail.example', password: 'password1' }, basic(fake.serverKey))
+  t.equal((await post(fake, '/v2/account/authenticate/email?create=nope', { email: 'rae@mail.example', password: 'password1' }, basic(fake.serverKey))).status, 400, 'email: an existing account')
+  const get = (path: string) => fetch(`${fake.url}${path}`, { headers: { authorization: `Bearer ${s.token}` } })
+  for (const [path, status, body] of [
+    ['/v2/leaderboard/nope?limit=0', 400, { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' }],
+    ['/v2/leaderboard/nope?limit=1001', 400, { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' }],
+    ['/v2/leaderboard/nope?limit=0&owner_ids=not-a-uuid', 400, { code: 3, message: 'Invalid limit - limit must be between 1 and 1000.' }],
+    ['/v2/leaderboard/nope?owner_ids=not-a-uuid', 400, { code: 3, message: 'One or more owner IDs are invalid.' }],
+    ['/v2/leaderboard/nope?limit=5', 404, { code: 5, message: 'Leaderboard not found.' }],
+  ] as const) {
+    const res = await get(path)
+    t.same([res.status, await res.json()], [status, body], path)
+  }
 })

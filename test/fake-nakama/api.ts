@@ -31,8 +31,12 @@ export type Answer = { json: unknown } | { raw: string; contentType: string }
 
 const EMAIL = /^.+@.+\..+$/
 
-/** Custom and device ids: no whitespace or control characters (invalidCharsRegex). */
-const INVALID_ID = /[\s\u0000-\u001f]/
+/**
+ * Custom and device ids: no whitespace or control characters (nakama-api.md §1.1). Nakama's
+ * invalidCharsRegex is POSIX `([[:cntrl:]]|[[:space:]])+`, ASCII classes: 0x00-0x1f, DEL (0x7f) and
+ * the space; a Unicode space such as U+00A0 is neither.
+ */
+const INVALID_ID = /[\u0000-\u0020\u007f]/
 
 /** The REST handlers of the calls the Nakama backend makes, following nakama-api.md. */
 export class Api {
@@ -62,39 +66,46 @@ export class Api {
   }
 
   authenticateCustom(call: Call): Answer {
+    // The gateway decodes the body, then the query parameters, before the handler runs.
     const account = parseKeepingNumbers(call.body)
-    checkGivenUsername(call.query)
     const id = stringField(account, 'id') ?? ''
+    const vars = stringMap(account, 'vars')
+    const create = this.#create(call.query)
+    checkGivenUsername(call.query)
     if (id === '') throw new FakeError(3, 'Custom ID is required.')
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
     if (Buffer.byteLength(id) < 6 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Custom ID invalid, must be 6-128 bytes.')
     const existing = [...this.state.users.values()].find((u) => u.customId === id)
-    if (existing) return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
-    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    if (existing) return { json: this.#session(existing, false, undefined, undefined, vars) }
+    if (!create) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(call.query.get('username') || undefined, { customId: id })
-    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
+    return { json: this.#session(user, true, undefined, undefined, vars) }
   }
 
   /** AuthenticateDevice: the id lives in user_device, one row per device (nakama-api.md §1.1). */
   authenticateDevice(call: Call): Answer {
     const account = parseKeepingNumbers(call.body)
-    checkGivenUsername(call.query)
     const id = stringField(account, 'id') ?? ''
+    const vars = stringMap(account, 'vars')
+    const create = this.#create(call.query)
+    checkGivenUsername(call.query)
     if (id === '') throw new FakeError(3, 'Device ID is required.')
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Device ID invalid, no spaces or control characters allowed.')
     if (Buffer.byteLength(id) < 10 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Device ID invalid, must be 10-128 bytes.')
     const existing = [...this.state.users.values()].find((u) => u.deviceId === id)
-    if (existing) return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
-    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    if (existing) return { json: this.#session(existing, false, undefined, undefined, vars) }
+    if (!create) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(call.query.get('username') || undefined, { deviceId: id })
-    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
+    return { json: this.#session(user, true, undefined, undefined, vars) }
   }
 
   authenticateEmail(call: Call): Answer {
     const account = parseKeepingNumbers(call.body)
-    checkGivenUsername(call.query)
     const email = stringField(account, 'email') ?? ''
     const password = stringField(account, 'password') ?? ''
+    const vars = stringMap(account, 'vars')
+    const create = this.#create(call.query)
+    checkGivenUsername(call.query)
     if (email !== '') {
       if (/[\s\u0000-\u001f]/.test(email)) throw new FakeError(3, 'Invalid email address, no spaces or control characters allowed.')
       if (!EMAIL.test(email)) throw new FakeError(3, 'Invalid email address format.')
@@ -110,17 +121,17 @@ export class Api {
       const user = this.state.byUsername(username)
       if (!user) throw new FakeError(5, 'User account not found.')
       if (user.password !== hash) throw new FakeError(16, 'Invalid credentials.')
-      return { json: this.#session(user, false, undefined, undefined, stringMap(account, 'vars')) }
+      return { json: this.#session(user, false, undefined, undefined, vars) }
     }
     const clean = email.toLowerCase()
     const existing = [...this.state.users.values()].find((u) => u.email === clean)
     if (existing) {
       if (existing.password !== hash) throw new FakeError(16, 'Invalid credentials.')
-      return { json: this.#session(existing, false, undefined, undefined, stringMap(account, 'vars')) }
+      return { json: this.#session(existing, false, undefined, undefined, vars) }
     }
-    if (!this.#create(call.query)) throw new FakeError(5, 'User account not found.')
+    if (!create) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(username || undefined, { email: clean, password: hash })
-    return { json: this.#session(user, true, undefined, undefined, stringMap(account, 'vars')) }
+    return { json: this.#session(user, true, undefined, undefined, vars) }
   }
 
   /** Same tid (and iat), username re-read, not single use (nakama-api.md §1.2). */
@@ -161,9 +172,14 @@ export class Api {
     const user = this.state.users.get(call.claims!.uid)
     if (!user) throw new FakeError(5, 'User account not found.')
     const time = (t: number) => new Date(t * 1000).toISOString().replace('.000Z', 'Z')
+    // Empty (NULL) columns are left out (nakama-api.md §1.4).
+    const optional = (name: string, value: string | undefined) => (value ? { [name]: value } : {})
     const out: Record<string, unknown> = {
-      user: { id: user.id, username: user.username, ...(user.displayName ? { display_name: user.displayName } : {}),
-        lang_tag: 'en', metadata: '{}', create_time: time(user.createTime), update_time: time(user.updateTime) },
+      user: {
+        id: user.id, username: user.username, ...optional('display_name', user.displayName), ...optional('avatar_url', user.avatarUrl),
+        ...optional('lang_tag', user.langTag), ...optional('location', user.location), ...optional('timezone', user.timezone),
+        metadata: '{}', create_time: time(user.createTime), update_time: time(user.updateTime),
+      },
       wallet: '{}',
     }
     if (user.email) out.email = user.email
@@ -199,14 +215,12 @@ export class Api {
     if (Object.keys(update).length === 0) throw new FakeError(3, 'No fields to update.')
     // One UPDATE statement: a value wider than its VARCHAR column fails it whole (nakama-api.md §1.5).
     if (!fitsColumns(update)) throw new FakeError(13, 'Error while trying to update account.')
-    const uid = claims.uid
     try {
-      if (update.username !== undefined) this.state.rename(uid, update.username)
+      this.state.updateAccount(claims.uid, update)
     } catch (e) {
       if (!(e instanceof FakeError) || e.code !== 6) throw e
       throw new FakeError(3, this.state.flavour.wrappedRenameError ? 'rpc error: code = AlreadyExists desc = Username is already in use.' : 'Username is already in use.')
     }
-    if (update.displayName !== undefined) this.state.users.get(uid)!.displayName = update.displayName || undefined
     return { json: {} }
   }
 

@@ -140,7 +140,15 @@ export class Leaderboards {
     return this.#sorted(board, record.expiry).findIndex((r) => r.ownerId === record.ownerId) + 1
   }
 
-  /** LeaderboardRecordsList: a page from the cursor plus the owners' records (nakama-api.md §1.7). */
+  /**
+   * LeaderboardRecordsList: a page from the cursor plus the owners' records (nakama-api.md §1.7).
+   * A cursor holds the listing direction and the record (score, subscore, owner id) and rank it
+   * stands at: a next cursor lists the records after it, counting ranks up from its rank; a
+   * prev_cursor (`isNext` false) lists the page before it, counting down, shown in rank order.
+   * A page reached through a cursor carries a prev_cursor at its first record; one more record
+   * beyond the page in the listing direction gives the next_cursor (the prev_cursor when listing
+   * upwards), as LeaderboardRecordsList builds and swaps them.
+   */
   list(id: string, ownerIds: string[], limit: number | undefined, cursor: string, expiryOverride: number, nowMs: number): RecordList {
     const board = this.board(id)
     if (limit !== undefined && (limit < 1 || limit > this.maxLimit)) {
@@ -151,25 +159,38 @@ export class Leaderboards {
     const ranked = !(this.ranksFlag && !board.enableRanks)
     const result: RecordList = { records: [], ownerRecords: [], nextCursor: '', prevCursor: '', rankCount: ranked ? sorted.length : 0 }
     if (limit !== undefined || ownerIds.length === 0 || cursor) {
-      let start = 0
-      let rank = 0
-      if (cursor) {
-        const c = decodeCursor(cursor)
-        if (!c || c.id !== id || c.expiry !== expiry) throw new FakeError(3, 'Cursor is invalid or expired.')
-        if (!c.isNext) throw new Error('the fake does not list upwards from a prev_cursor')
-        const sign = board.sortOrder === 'desc' ? -1 : 1
-        start = sorted.findIndex((r) => sign * (cmp(r.score, c.score) || cmp(r.subscore, c.subscore) || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0)) > 0)
-        if (start < 0) start = sorted.length
-        rank = c.rank
-      }
       const n = limit ?? 1
-      const page = sorted.slice(start, start + n)
-      result.records = page.map((r, i) => ({ ...r, rank: rank + i + 1 }))
-      if (start + n < sorted.length && page.length) {
-        const last = page[page.length - 1]!
-        result.nextCursor = encodeCursor({ isNext: true, id, expiry, score: last.score, subscore: last.subscore, ownerId: last.ownerId, rank: rank + page.length })
+      const at = (r: StoredRecord, isNext: boolean, rank: number) =>
+        encodeCursor({ isNext, id, expiry, score: r.score, subscore: r.subscore, ownerId: r.ownerId, rank })
+      const c = cursor ? decodeCursor(cursor) : null
+      if (cursor && (!c || c.id !== id || c.expiry !== expiry)) throw new FakeError(3, 'Cursor is invalid or expired.')
+      if (!c) {
+        const page = sorted.slice(0, n)
+        result.records = page.map((r, i) => ({ ...r, rank: i + 1 }))
+        if (sorted.length > n) result.nextCursor = at(page[n - 1]!, true, n)
+      } else {
+        // Where the cursor's record stands in listing order (the record itself may be gone).
+        const sign = board.sortOrder === 'desc' ? -1 : 1
+        const order = (r: StoredRecord) => sign * (cmp(r.score, c.score) || cmp(r.subscore, c.subscore) || (r.ownerId < c.ownerId ? -1 : r.ownerId > c.ownerId ? 1 : 0))
+        let after = sorted.findIndex((r) => order(r) > 0)
+        if (after < 0) after = sorted.length
+        if (c.isNext) {
+          const page = sorted.slice(after, after + n)
+          result.records = page.map((r, i) => ({ ...r, rank: c.rank + i + 1 }))
+          if (page.length) result.prevCursor = at(page[0]!, false, c.rank + 1)
+          if (after + n < sorted.length && page.length) result.nextCursor = at(page[page.length - 1]!, true, c.rank + page.length)
+        } else {
+          let before = sorted.findIndex((r) => order(r) >= 0)
+          if (before < 0) before = sorted.length
+          const from = Math.max(0, before - n)
+          const page = sorted.slice(from, before)
+          result.records = page.map((r, i) => ({ ...r, rank: c.rank - (page.length - i) }))
+          const first = result.records[0]
+          const last = result.records[result.records.length - 1]
+          if (last) result.nextCursor = at(last, true, last.rank)
+          if (first && from > 0) result.prevCursor = at(first, false, first.rank)
+        }
       }
-      if (cursor && start > 0) result.prevCursor = cursor
     }
     result.ownerRecords = sorted.filter((r) => ownerIds.includes(r.ownerId)).map((r) => ({ ...r, rank: this.rank(board, r) }))
     return result

@@ -1,5 +1,5 @@
 import { FakeError } from './errors.js'
-import { int64Of, parseKeepingNumbers, positions } from './json.js'
+import { int64Of, JsonNumber, parseKeepingNumbers, positions, stringField } from './json.js'
 import { jsonbText, type RecordList, type StoredRecord } from './leaderboards.js'
 import type { Answer, Call } from './api.js'
 import type { FakeState } from './state.js'
@@ -28,9 +28,9 @@ function restRecord(r: StoredRecord & { rank: number }) {
   return out
 }
 
-const OPERATORS: Record<string, 'best' | 'set' | 'incr' | 'decr' | undefined> = {
-  0: undefined, NO_OVERRIDE: undefined, 1: 'best', BEST: 'best', 2: 'set', SET: 'set', 3: 'incr', INCREMENT: 'incr', 4: 'decr', DECREMENT: 'decr',
-}
+/** api.proto's enum Operator, by number: NO_OVERRIDE keeps the board's own operator. */
+const OPERATORS: Record<number, 'best' | 'set' | 'incr' | 'decr' | undefined> = { 0: undefined, 1: 'best', 2: 'set', 3: 'incr', 4: 'decr' }
+const OPERATOR_NAMES: Record<string, number> = { NO_OVERRIDE: 0, BEST: 1, SET: 2, INCREMENT: 3, DECREMENT: 4 }
 
 /**
  * gofrs uuid.FromString, which Nakama checks owner ids with: 32 hex digits or the canonical form,
@@ -56,13 +56,20 @@ function recordList(list: RecordList) {
   return out
 }
 
-/** ListLeaderboardRecords (GET /v2/leaderboard/{id}). */
+/**
+ * ListLeaderboardRecords (GET /v2/leaderboard/{id}): the gateway parses every query parameter first;
+ * then the handler checks the limit and the owner ids, and only then does the core look the board up
+ * (nakama-api.md §1.7: outside 1-N the limit is a 400, whatever the board).
+ */
 export function listRecords(state: FakeState, call: Call, id: string): Answer {
-  const owners = call.query.getAll('owner_ids').map(uuidOf)
-  if (owners.some((o) => o === null)) throw new FakeError(3, 'One or more owner IDs are invalid.')
   const rawLimit = call.query.get('limit')
   const limit = rawLimit === null ? undefined : queryInt(rawLimit, 'Int')
-  const list = state.leaderboards.list(id, owners as string[], limit, call.query.get('cursor') ?? '', queryInt(call.query.get('expiry') ?? '0', 'Int'), state.now())
+  const expiry = queryInt(call.query.get('expiry') ?? '0', 'Int')
+  const maxLimit = state.leaderboards.maxLimit
+  if (limit !== undefined && (limit < 1 || limit > maxLimit)) throw new FakeError(3, `Invalid limit - limit must be between 1 and ${maxLimit}.`)
+  const owners = call.query.getAll('owner_ids').map(uuidOf)
+  if (owners.some((o) => o === null)) throw new FakeError(3, 'One or more owner IDs are invalid.')
+  const list = state.leaderboards.list(id, owners as string[], limit, call.query.get('cursor') ?? '', expiry, state.now())
   return { json: recordList(list) }
 }
 
@@ -85,32 +92,63 @@ export function listAroundOwner(state: FakeState, call: Call, id: string, rawOwn
   }
 }
 
+/**
+ * WriteLeaderboardRecord (POST /v2/leaderboard/{id}, nakama-api.md §1.6). The gateway decodes the
+ * body with protojson before the handler runs, so a field of the wrong type is a 400 whatever the
+ * board (the first bad field in the text, as protojson reads it); the handler then checks the
+ * metadata; the core then looks the board up (404), refuses an authoritative one (403) and maps the
+ * operator. An enum takes its exact name or a number (§1.0); a number outside the Operator enum's
+ * 0-4 (§1.6) reaches the core, which refuses it with ErrInvalidOperator, an Internal error there.
+ */
 export function writeRecord(state: FakeState, call: Call, id: string): Answer {
   const body = parseKeepingNumbers(call.body)
   const at = positions.get(body)
-  const score = int64Of(body.score, at?.get('score'))
-  const subscore = int64Of(body.subscore, at?.get('subscore'))
-  const board = state.leaderboards.board(id)
-  if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
+  let score = 0n
+  let subscore = 0n
+  let metadataText: string | undefined
+  let operator = 0
+  for (const key of Object.keys(body)) {
+    if (key === 'score') score = int64Of(body.score, at?.get('score'))
+    else if (key === 'subscore') subscore = int64Of(body.subscore, at?.get('subscore'))
+    else if (key === 'metadata') metadataText = stringField(body, 'metadata')
+    else if (key === 'operator') operator = enumOf(body.operator, at?.get('operator'))
+  }
   let metadata: string | undefined
-  // protojson: null is the default; Nakama validates only a non-empty metadata string.
-  if (body.metadata !== undefined && body.metadata !== null && body.metadata !== '') {
-    if (typeof body.metadata !== 'string') throw new FakeError(3, 'proto: invalid value for string type')
+  // Nakama validates only a non-empty metadata string: a JSON object (§3.2).
+  if (metadataText !== undefined && metadataText !== '') {
     let parsed: unknown
     try {
-      parsed = JSON.parse(body.metadata)
+      parsed = JSON.parse(metadataText)
     } catch {
       parsed = null
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new FakeError(3, 'Metadata value must be JSON, if provided.')
     metadata = jsonbText(parsed)
   }
-  const operator = body.operator as { text?: string } | string | undefined
-  const name = typeof operator === 'object' && operator !== null ? String(operator.text) : String(operator ?? 0)
-  // protojson takes an enum by its exact name or any number; an unknown name is refused.
-  if (typeof operator === 'string' && (/^\d+$/.test(operator) || !(operator in OPERATORS))) throw new FakeError(3, `proto: invalid value for enum type: ${JSON.stringify(operator)}`)
-  const op = OPERATORS[name]
-  const record = state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, score, subscore, metadata, op, state.now())
+  const board = state.leaderboards.board(id)
+  if (board.authoritative) throw new FakeError(7, 'Leaderboard only allows authoritative score submissions.')
+  if (!(operator in OPERATORS)) throw new FakeError(13, 'Error writing score to leaderboard.')
+  const record = state.leaderboards.write(id, call.claims!.uid, call.claims!.usn, score, subscore, metadata, OPERATORS[operator], state.now())
   return { json: restRecord(record) }
 }
 
+/**
+ * An enum field as protojson reads it: absent or null is 0; an exact value name; or a JSON number
+ * that is an int32 (integral forms such as 3.0 too). Anything else, a boolean, another name, a
+ * numeric string, a fraction, is 400 with its position.
+ */
+function enumOf(value: unknown, where = 'line 1:1'): number {
+  if (value === undefined || value === null) return 0
+  if (typeof value === 'string' && Object.hasOwn(OPERATOR_NAMES, value)) return OPERATOR_NAMES[value]!
+  if (value instanceof JsonNumber) {
+    let n: bigint | null
+    try {
+      n = int64Of(value, where)
+    } catch {
+      n = null
+    }
+    if (n !== null && n >= -(2n ** 31n) && n < 2n ** 31n) return Number(n)
+  }
+  const shown = value instanceof JsonNumber ? value.text : typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? '[' : typeof value === 'object' ? '{' : String(value)
+  throw new FakeError(3, `proto: (${where}): invalid value for enum type: ${shown}`)
+}

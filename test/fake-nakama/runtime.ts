@@ -253,8 +253,10 @@ function createNk(state: FakeState, keys: TokenKeys) {
     accountUpdateId(id: string, username?: string | null, displayName?: string | null) {
       uuid(id, 'user id')
       try {
-        if (username !== undefined && username !== null) state.rename(id, username)
-        if (displayName !== undefined && displayName !== null) state.users.get(id)!.displayName = displayName
+        const fields: { username?: string; displayName?: string } = {}
+        if (username !== undefined && username !== null) fields.username = username
+        if (displayName !== undefined && displayName !== null) fields.displayName = displayName
+        state.updateAccount(id, fields)
       } catch (e) {
         // core_account.go turns the unique violation into this message for every caller.
         if (e instanceof FakeError && e.code === 6) throw new Error('Username is already in use.')

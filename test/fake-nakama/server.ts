@@ -174,13 +174,14 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
       if (action === 'drop') return req.socket.destroy()
       if (action === 'hang') return void held.add(res)
       calls.set(name, (calls.get(name) ?? 0) + 1)
-      // CORS wraps the whole API: a preflight never reaches the routes (nor their Cache-Control).
+      // Every response carries Cache-Control (nakama-api.md §1.0), a CORS preflight answer too.
+      const cacheControl = { 'cache-control': 'no-store, no-cache, must-revalidate' }
       const crossOrigin = cors(req)
       if ('answer' in crossOrigin) {
-        res.writeHead(crossOrigin.answer.status, crossOrigin.answer.headers)
+        res.writeHead(crossOrigin.answer.status, { ...crossOrigin.answer.headers, ...cacheControl })
         return res.end()
       }
-      const headers = { ...crossOrigin.headers, 'cache-control': 'no-store, no-cache, must-revalidate' }
+      const headers = { ...crossOrigin.headers, ...cacheControl }
       if (action === 'fail' || typeof action === 'object') {
         const { status, code, message } = action === 'fail' ? { status: 500, code: 13, message: 'Internal error.' } : action
         res.writeHead(status, { ...headers, 'content-type': 'application/json' })

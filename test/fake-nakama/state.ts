@@ -5,6 +5,9 @@ import { Leaderboards } from './leaderboards.js'
 /** Nakama's system user: the owner of storage objects written without one (and of all of Playfield's). */
 export const SYSTEM_USER = '00000000-0000-0000-0000-000000000000'
 
+/** The users columns UpdateAccountRequest writes. */
+export type AccountColumn = 'username' | 'displayName' | 'avatarUrl' | 'langTag' | 'location' | 'timezone'
+
 /** A row of Nakama's users table (the parts the fake needs). */
 export interface User {
   id: string
@@ -15,7 +18,13 @@ export interface User {
   customId?: string
   /** The one device id authenticate/device linked (a user_device row). */
   deviceId?: string
+  /** The optional columns PUT /v2/account sets (nakama-api.md §1.5); absent is NULL. */
   displayName?: string
+  avatarUrl?: string
+  /** 'en' for a new account (nakama-api.md §1.4's example). */
+  langTag?: string
+  location?: string
+  timezone?: string
   createTime: number
   updateTime: number
 }
@@ -76,7 +85,7 @@ export class FakeState {
     checkUsername(name)
     if (this.byUsername(name)) throw new FakeError(6, 'Username is already in use.')
     const t = Math.floor(this.now() / 1000)
-    const user: User = { id: randomUUID(), username: name, createTime: t, updateTime: t, ...fields }
+    const user: User = { id: randomUUID(), username: name, langTag: 'en', createTime: t, updateTime: t, ...fields }
     this.users.set(user.id, user)
     return user
   }
@@ -86,15 +95,34 @@ export class FakeState {
     return undefined
   }
 
-  /** updateAccounts: a taken name is a unique-constraint failure. */
+  /** updateAccounts with a username only. */
   rename(userId: string, username: string): void {
-    checkUsername(username)
+    this.updateAccount(userId, { username })
+  }
+
+  /**
+   * updateAccounts: one UPDATE of the given columns, an empty string setting the column to NULL
+   * (nakama-api.md §1.5); a taken name is a unique-constraint failure and changes nothing. Values
+   * equal to the stored ones are a no-op; otherwise update_time moves to now.
+   */
+  updateAccount(userId: string, fields: Partial<Record<AccountColumn, string>>): void {
+    if (fields.username !== undefined) checkUsername(fields.username)
     const user = this.users.get(userId)
     if (!user) throw new FakeError(5, 'User account not found.')
-    const other = this.byUsername(username)
-    if (other && other.id !== userId) throw new FakeError(6, 'Username is already in use.')
-    user.username = username
-    user.updateTime = Math.floor(this.now() / 1000)
+    if (fields.username !== undefined) {
+      const other = this.byUsername(fields.username)
+      if (other && other.id !== userId) throw new FakeError(6, 'Username is already in use.')
+    }
+    let changed = false
+    for (const [column, given] of Object.entries(fields) as Array<[AccountColumn, string | undefined]>) {
+      if (given === undefined) continue
+      const value = column === 'username' ? given : given || undefined
+      if (user[column] === value) continue
+      if (column === 'username') user.username = given
+      else user[column] = value
+      changed = true
+    }
+    if (changed) user.updateTime = Math.floor(this.now() / 1000)
   }
 
   #key(collection: string, key: string, userId: string): string {

@@ -59,8 +59,10 @@ t.test('bad frames are error frames and the connection stays', async (t) => {
     [{ type: 'create', cols: '80', rows: 24 }, /^invalid create frame: cols /],
     [{ type: 'create', cols: null }, /^invalid create frame: cols /],
     [{ type: 'input', data: 5 }, /^invalid input frame: data /],
-    [{ type: 'input' }, /^invalid input frame/],
-    [{ type: 'resize', cols: 80 }, /^invalid resize frame/],
+    [{ type: 'input' }, /^invalid input frame: data is required$/],
+    [{ type: 'resize', cols: 80 }, /^invalid resize frame: rows is required$/],
+    [{ type: 'resize' }, /^invalid resize frame: cols is required$/],
+    [{ type: 'ack' }, /^invalid ack frame: bytes is required$/],
     [{ type: 'ack', bytes: -1 }, /^invalid ack frame: bytes /],
     // A field the frame does not have is a bad field: a typo must not pass for the default.
     [{ type: 'create', colums: 120, rows: 40 }, /^invalid create frame: colums is not a field of this frame$/],

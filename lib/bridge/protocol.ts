@@ -46,9 +46,12 @@ export function parseFrame(text: string): { frame: ClientFrame } | { error: stri
   const schema = SCHEMAS[type as keyof typeof SCHEMAS]
   if (!schema.Check(value)) {
     const first = [...schema.Errors(value)][0]
-    const where = first?.instancePath ? first.instancePath.slice(1) : type
+    // A missing field is reported on the frame ("must have required properties data"): named
+    // here, as the catalogue's problems name it.
+    const missing = first?.keyword === 'required' ? (first.params as { requiredProperties: string[] }).requiredProperties[0] : undefined
+    const where = missing ?? (first?.instancePath ? first.instancePath.slice(1) : type)
     // TypeBox reports a field the frame does not have as keyword `boolean` ("schema is false").
-    const problem = first?.keyword === 'boolean' ? 'is not a field of this frame' : first?.message ?? 'is invalid'
+    const problem = missing ? 'is required' : first?.keyword === 'boolean' ? 'is not a field of this frame' : first?.message ?? 'is invalid'
     // A field name is the client's own text: cut short, as an unknown type is.
     return { error: `invalid ${type} frame: ${where.slice(0, 40)} ${problem}` }
   }

@@ -120,6 +120,30 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   t.notMatch(JSON.stringify(bridge.logs), new RegExp(good.split('.')[1]!.slice(0, 20)), 'no ticket in the log')
 })
 
+t.test('handshakes ws refuses after the ticket and origin passed are logged as refusals, and spend the ticket', async (t) => {
+  const cases: [string, string, string, RegExp][] = [
+    ['POST', 'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '405 Invalid HTTP method', /\r\nAllow: GET\r\n/],
+    ['GET', 'Upgrade: h2c\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '400 Invalid Upgrade header', /\r\nX-Content-Type-Options: nosniff\r\n/],
+    ['GET', 'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: short', '400 Missing or invalid Sec-WebSocket-Key header', /\r\nX-Content-Type-Options: nosniff\r\n/],
+    ['GET', 'Upgrade: websocket\r\nSec-WebSocket-Version: 7\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '400 Missing or invalid Sec-WebSocket-Version header', /\r\nSec-WebSocket-Version: 13, 8\r\n/],
+  ]
+  for (const [method, headers, answer, header] of cases) {
+    const logged = bridge.logs.length
+    const spent = ticket()
+    const [status, reason] = [Number(answer.slice(0, 3)), answer.slice(4)]
+    const raw = await rawExchange(bridge.port, `${method} /ws?ticket=${encodeURIComponent(spent)} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n${headers}\r\nOrigin: ${ORIGIN}`)
+    t.match(raw, new RegExp(`^HTTP/1\\.1 ${status} `), reason)
+    t.match(raw, header, `${reason}: its header`)
+    t.ok(raw.endsWith(`\r\n\r\n${reason}`), `${reason}: the reason is the body`)
+    await new Promise((r) => setTimeout(r, 50))
+    // (The previous case's reuse, refused 401, may be logged after `logged` was taken.)
+    const lines = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused' && l.reason !== 'ticket already used')
+    t.same(lines.map(({ time: _, ...l }) => l), [{ event: 'terminal.refused', status, reason, user: 'dev', origin: ORIGIN }], `${reason}: logged`)
+    t.equal(await upgradeStatus(bridge.port, '/ws?ticket=' + encodeURIComponent(spent), ORIGIN), 401, `${reason}: the ticket is spent`)
+  }
+  t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
+})
+
 t.test('a ticket minted before the bridge started is refused: single use holds across a restart', async (t) => {
   const before = ticket()
   await new Promise((r) => setTimeout(r, 5))

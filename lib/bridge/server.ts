@@ -69,6 +69,17 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const refused = new Set<Promise<void>>()
   let stopping = false
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false })
+  // What ws itself refuses once the ticket and origin have passed (a method other than GET, a
+  // missing or bad Upgrade, Sec-WebSocket-Key or -Version header) goes through the same `deny` as
+  // every other refusal, so it is logged too. ws emits this during handleUpgrade, at once.
+  const denials = new WeakMap<IncomingMessage, (status: number, reason: string, headers?: Record<string, string>) => void>()
+  wss.on('wsClientError', (err: Error, socket: Duplex, req: IncomingMessage) => {
+    const deny = denials.get(req)
+    if (!deny) return socket.destroy()
+    const method = err.message === 'Invalid HTTP method'
+    const version = err.message.includes('Sec-WebSocket-Version')
+    deny(method ? 405 : 400, err.message, method ? { Allow: 'GET' } : version ? { 'Sec-WebSocket-Version': '13, 8' } : undefined)
+  })
   /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
   const answered = new WeakSet<WebSocket>()
   /** Connections that took queued output since the last beat (see serveConnection). */
@@ -110,10 +121,10 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
     // Every refusal is logged, for an operator to see forged tickets and foreign origins; never the ticket.
-    const deny = (status: number, reason: string, user?: string): void => {
+    const deny = (status: number, reason: string, user?: string, headers?: Record<string, string>): void => {
       const origin = req.headers.origin === undefined ? null : req.headers.origin.slice(0, 200)
       log({ event: 'terminal.refused', status, reason, ...(user === undefined ? {} : { user }), origin })
-      refuseUpgrade(socket, status, reason)
+      refuseUpgrade(socket, status, reason, undefined, headers)
     }
     const target = req.url ?? '/'
     const now = Date.now()
@@ -131,6 +142,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     if (claims.expiresAt - TICKET_TTL_MS < started) return deny(401, 'ticket issued before the bridge started', claims.username)
     if (!fresh) return deny(401, 'ticket already used', claims.username)
     if (!origins.has(req.headers.origin ?? '')) return deny(403, 'origin not allowed', claims.username)
+    denials.set(req, (status, reason, headers) => deny(status, reason, claims.username, headers))
     wss.handleUpgrade(req, socket, head, (ws) => {
       // A protocol error (a frame over 1 MiB, text that is not UTF-8): ws has written its close frame
       // and discards what the client still sends. End the socket after that frame rather than

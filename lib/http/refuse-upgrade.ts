@@ -6,11 +6,12 @@ import type { Duplex } from 'node:stream'
  * ws's abortHandshake does: no WebSocket is made, nothing is spawned or forwarded. The platform
  * names its request id (the access log's), the bridge has none.
  */
-export function refuseUpgrade(socket: Duplex, status: number, message: string, requestId?: string): void {
+export function refuseUpgrade(socket: Duplex, status: number, message: string, requestId?: string, headers: Record<string, string> = {}): void {
   socket.once('finish', () => socket.destroy())
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n` +
       (requestId === undefined ? '' : `X-Request-Id: ${requestId}\r\n`) +
+      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
       `Content-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
   )
 }

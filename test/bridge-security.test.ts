@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
@@ -283,6 +284,21 @@ t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or
   )
   t.match(capless?.message, /process exited \(2\)/, 'exit code 2')
   t.equal(capless?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: the bridge could not switch to "${SHELL_USER}" (EPERM); a root bridge needs CAP_SETUID and CAP_SETGID`)
+  // An account in the root group, though its own gid is not 0: the shells would hold group 0.
+  const rootGroupUser = 'playfield-rootgrp'
+  try {
+    execFileSync('userdel', ['--remove', rootGroupUser], { stdio: 'ignore' }) // left by a run that was cut short
+  } catch {
+    // none
+  }
+  execFileSync('useradd', ['--create-home', '--shell', '/bin/bash', '--groups', 'root', rootGroupUser], { stdio: 'ignore' })
+  t.teardown(() => execFileSync('userdel', ['--remove', rootGroupUser], { stdio: 'ignore' }))
+  const inRootGroup = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { ...base, TERMINAL_USER: rootGroupUser } }).then(
+    (started) => started.stop().then(() => null), // stopped, or the account could not be removed
+    (err: Error) => err,
+  )
+  t.match(inRootGroup?.message, /process exited \(2\)/, 'exit code 2')
+  t.equal(inRootGroup?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: "${rootGroupUser}" is a member of group 0 (root); expected an unprivileged account`)
   // Started as a uid with no passwd entry (a container's --user 12345): one line, not a stack trace.
   const nameless = await startPlatform({
     // env -u: the test runner's NODE_OPTIONS preload writes to its own root-owned files at exit.

@@ -62,6 +62,11 @@ export function dropPrivileges(account: ShellAccount): void {
     // A root without CAP_SETUID and CAP_SETGID (a unit's CapabilityBoundingSet) cannot switch.
     throw new ConfigError(`TERMINAL_USER: the bridge could not switch to ${JSON.stringify(account.username)} (${(err as NodeJS.ErrnoException).code ?? String(err)}); a root bridge needs CAP_SETUID and CAP_SETGID`)
   }
+  // The groups initgroups found (NSS too), as the shells would hold them: the root group among
+  // them is root's files, as a primary gid 0 would be (resolveShellAccount refuses that one).
+  if (process.getgroups!().includes(0)) {
+    throw new ConfigError(`TERMINAL_USER: ${JSON.stringify(account.username)} is a member of group 0 (root); expected an unprivileged account`)
+  }
 }
 
 /**

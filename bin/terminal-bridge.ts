@@ -13,7 +13,7 @@ import { onStop } from '../lib/stop-signal.js'
 // and all. A listener of its own takes the signal from Node (Node 20 has no --disable-sigusr1).
 process.on('SIGUSR1', () => undefined)
 
-/** SIGTERM: 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
+/** SIGTERM (or SIGINT, SIGHUP): 1001 to every client, every shell ended, exit; never later than this (CONTRACT §6: 5 s). */
 const SHUTDOWN_DEADLINE_MS = 4_500
 
 async function main(): Promise<void> {
@@ -35,11 +35,13 @@ async function main(): Promise<void> {
   dropPrivileges(account)
   checkShell(config.shell, account.username)
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
+  // SIGHUP as SIGTERM: a bridge has nothing to reload, and the hang-up of the terminal that ran
+  // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.
   onStop(() => {
     logLine({ event: 'bridge.stopping' })
     setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref()
     void bridge.shutdown().then(() => process.exit(0))
-  })
+  }, ['SIGTERM', 'SIGINT', 'SIGHUP'])
 }
 
 main().catch((err: unknown) => {

@@ -251,18 +251,23 @@ t.test('an upgrade read after SIGTERM gets 101 and the 1001 close, and no shell:
   t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && l.pid === null).length, 4, 'the late ones without a PTY')
 })
 
-t.test('SIGTERM closes every connection with 1001, ends every shell and exits 0 within 5 s', async (t) => {
-  const bridge = await startBridge()
-  const a = await shell(bridge.port)
-  const b = await connect(bridge.port)
-  const pid = pidOf(a)
-  const nh = Number((await a.run('nohup sleep 1003 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
-  const started = Date.now()
-  const exited = await bridge.stop('SIGTERM')
-  t.ok(Date.now() - started < 5_000, 'exited within 5 s')
-  t.same(exited, { code: 0, signal: null })
-  t.equal((await a.whenClosed()).code, 1001)
-  t.equal((await b.whenClosed()).code, 1001)
-  t.notOk(alive(pid), 'shell ended')
-  t.notOk(alive(nh), 'nohup job ended')
-})
+// SIGHUP too: the terminal that ran `npm start` closing sends it to the whole process group, and
+// a shell may send it to the bridge (the same account); by default it ended the bridge at once,
+// every client saw 1006, and a nohup job outlived it.
+for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+  t.test(`${signal} closes every connection with 1001, ends every shell and exits 0 within 5 s`, async (t) => {
+    const bridge = await startBridge()
+    const a = await shell(bridge.port)
+    const b = await connect(bridge.port)
+    const pid = pidOf(a)
+    const nh = Number((await a.run('nohup sleep 1003 >/dev/null 2>&1 & echo $!')).trim().split(/\s+/).pop())
+    const started = Date.now()
+    const exited = await bridge.stop(signal)
+    t.ok(Date.now() - started < 5_000, 'exited within 5 s')
+    t.same(exited, { code: 0, signal: null })
+    t.equal((await a.whenClosed()).code, 1001)
+    t.equal((await b.whenClosed()).code, 1001)
+    t.notOk(alive(pid), 'shell ended')
+    t.notOk(alive(nh), 'nohup job ended')
+  })
+}

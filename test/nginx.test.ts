@@ -357,5 +357,6 @@ t.test('the shipped site keeps terminal connections open for 86400 s and sends t
   t.ok(directives.includes('proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;'))
   t.ok(directives.includes('proxy_set_header X-Forwarded-Proto $scheme;'))
   t.ok(directives.includes('proxy_set_header Cookie "";'), 'the session cookie never reaches the bridge')
+  t.ok(directives.includes('proxy_set_header Authorization "";'), 'nor an Authorization header')
   t.ok(directives.includes('access_log /var/log/nginx/playfield.access.log playfield_ticketless;'))
 })

@@ -503,7 +503,7 @@ t.test('a request read anew without its Upgrade gets the full request time, not 
   t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), ['GAME_NOT_FOUND', 'INVALID_CREDENTIALS'], 'both answered')
 })
 
-t.test('the platform forwards the upgrade as it came, less its cookies', async (t) => {
+t.test('the platform forwards the upgrade as it came, less its cookies and Authorization', async (t) => {
   const heads: string[] = []
   const upstream = net.createServer((socket) => {
     let text = ''
@@ -522,7 +522,7 @@ t.test('the platform forwards the upgrade as it came, less its cookies', async (
   const answer = await rawExchange(
     platform.port,
     `GET /terminal-ws/ws?ticket=abc HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n` +
-      `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}\r\nCookie: playfield_session=sealed-value\r\ncookie: other=1\r\nX-Extra: kept`,
+      `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}\r\nCookie: playfield_session=sealed-value\r\ncookie: other=1\r\nAuthorization: Bearer backend-token-value\r\nX-Extra: kept`,
   )
   t.match(answer, /^HTTP\/1\.1 418 /, 'the upstream answer comes back')
   t.equal(heads.length, 1)
@@ -530,4 +530,5 @@ t.test('the platform forwards the upgrade as it came, less its cookies', async (
   t.match(heads[0], new RegExp(`\\r\\nOrigin: ${ORIGIN.replace(/[.]/g, '\\.')}\\r\\n`))
   t.match(heads[0], /\r\nX-Extra: kept\r\n/)
   t.notMatch(heads[0], /cookie|sealed-value/i, 'no cookie reaches the bridge')
+  t.notMatch(heads[0], /authorization|backend-token-value/i, 'nor an Authorization header')
 })

@@ -15,6 +15,8 @@ const PREFIX = '/terminal-ws/'
 const MAX_STATUS_LINE = 1024
 /** At the platform's stop, forwarded connections still open after this long are cut. */
 const TUNNEL_GRACE_MS = 1_000
+/** Headers not forwarded: the bridge needs no session, nor any credential but its ticket. */
+const PRIVATE_HEADERS = new Set(['cookie', 'authorization'])
 /** A bridge that does not answer the connect within this long counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000
 /** After one side has closed, the other gets this long to close its end before it is cut. */
@@ -24,7 +26,7 @@ const CLOSE_GRACE_MS = 5_000
  * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
  * stripped, as the reverse proxy does in production (CONTRACT §1), so `npm start` serves the whole
  * product on one origin. The request goes on as it came (Origin included: the bridge checks it),
- * less its cookies; then the two sockets are piped. 502 when the bridge is down. An upgrade to any
+ * less its cookies and Authorization; then the two sockets are piped. 502 when the bridge is down. An upgrade to any
  * other path is served as the plain request it also is.
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): TerminalProxy {
@@ -129,8 +131,8 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
     const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      // The bridge needs no session: the developers' sealed cookies stay out of its memory.
-      if (req.rawHeaders[i]!.toLowerCase() !== 'cookie') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
+      // The developers' sealed cookies, and any credential a client sends, stay out of its memory.
+      if (!PRIVATE_HEADERS.has(req.rawHeaders[i]!.toLowerCase())) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)
     }
     upstream.write(lines.join('\r\n') + '\r\n\r\n')
     if (head.length > 0) upstream.write(head)

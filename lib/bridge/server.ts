@@ -124,7 +124,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     const deny = (status: number, reason: string, user?: string, headers?: Record<string, string>): void => {
       const origin = req.headers.origin === undefined ? null : req.headers.origin.slice(0, 200)
       log({ event: 'terminal.refused', status, reason, ...(user === undefined ? {} : { user }), origin })
-      refuseUpgrade(socket, status, reason, undefined, headers)
+      refuseUpgrade(socket, status, reason, { headers })
     }
     const target = req.url ?? '/'
     const now = Date.now()

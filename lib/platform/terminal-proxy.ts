@@ -26,8 +26,8 @@ const CLOSE_GRACE_MS = 5_000
  * Forward `/terminal-ws/*` upgrades to the bridge at TERMINAL_HOST:TERMINAL_PORT with the prefix
  * stripped, as the reverse proxy does in production (CONTRACT §1), so `npm start` serves the whole
  * product on one origin. The request goes on as it came (Origin included: the bridge checks it),
- * less its cookies and Authorization; then the two sockets are piped. 502 when the bridge is down. An upgrade to any
- * other path is served as the plain request it also is.
+ * less its cookies and Authorization; then the two sockets are piped. 502 when the bridge is
+ * down. An upgrade to any other path is served as the plain request it also is.
  */
 export function attachTerminalProxy(server: http.Server, config: Readonly<PlatformConfig>): TerminalProxy {
   /** Both sockets of every forwarded connection, until each closes; set stopping at close(). */
@@ -105,7 +105,7 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   if (tunnels.stopping) {
     // Read after the stop began (its socket accepted before): no new terminal through here. Logged
     // now: the process may end before this socket's close event.
-    refuseUpgrade(socket, 503, 'the platform is shutting down', logged.requestId)
+    refuseUpgrade(socket, 503, 'the platform is shutting down', { requestId: logged.requestId })
     return logRequest(logged, 503)
   }
   let status: number | null = null
@@ -119,7 +119,7 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
   const unavailable = (): void => {
     if (status !== null || !socket.writable) return
     status = 502
-    refuseUpgrade(socket, 502, 'terminal bridge unavailable', logged.requestId)
+    refuseUpgrade(socket, 502, 'terminal bridge unavailable', { requestId: logged.requestId })
   }
   // Closed without an answer (or with one that is not the bridge's): 502 to a client still there.
   upstream.once('close', unavailable)

@@ -28,6 +28,7 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'widths.js': { file: path.join(PAGE_DIR, 'widths.js'), type: 'text/javascript' },
   'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
   'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
+  'signin.js': { file: path.join(PAGE_DIR, 'signin.js'), type: 'text/javascript' },
 }
 
 /**
@@ -75,12 +76,28 @@ const terminalPage = (): string => `<!doctype html>
 </html>
 `
 
+/**
+ * The gate's refusal: why, and what the visitor can do here. Signed out, a form signs in (or
+ * creates an account) through the auth API; signed in without admission, a button signs out, to
+ * sign in as someone else. Either reloads the page, and the gate answers again.
+ */
 function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
+  const action = status === 401
+    ? `<form id="signin">
+<label>Username <input name="username" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>
+</form>`
+    : '<p><button id="signout" type="button">Sign out</button></p>'
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${assetUrl('terminal.css')}"></head>
-<body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p></body>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${assetUrl('terminal.css')}"></head>
+<body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p>
+${action}
+<p id="problem" role="alert"></p>
+<script src="${assetUrl('signin.js')}"></script>
+</body>
 </html>
 `
 }

@@ -1,0 +1,36 @@
+// The developer terminal's refusal pages: sign in (or create an account) on the 401 page, sign
+// out on the 403 page, through the platform's own JSON API (CONTRACT §3); the page reloads on
+// success and the gate answers again. No form is submitted natively: the API takes JSON only.
+'use strict'
+
+const form = document.getElementById('signin')
+const signOut = document.getElementById('signout')
+const problem = document.getElementById('problem')
+
+/** POST `body` as JSON to an auth route; reload on 200, else show the error the API gave. */
+async function call(path, body) {
+  problem.textContent = ''
+  try {
+    const res = await fetch(path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    if (res.ok) return location.reload()
+    const answer = await res.json().catch(() => ({}))
+    const detail = Array.isArray(answer.details) && answer.details.length ? `: ${answer.details.map((d) => `${d.path} ${d.message}`).join('; ')}` : ''
+    problem.textContent = `${answer.error || `HTTP ${res.status}`}${detail}`
+  } catch (err) {
+    problem.textContent = `the platform cannot be reached (${err.message})`
+  }
+}
+
+if (form) {
+  form.addEventListener('submit', (event) => {
+    event.preventDefault()
+    const create = event.submitter && event.submitter.value === 'register'
+    void call(create ? '/api/auth/register' : '/api/auth/login', { username: form.elements.username.value, password: form.elements.password.value })
+  })
+}
+if (signOut) signOut.addEventListener('click', () => void call('/api/auth/logout'))

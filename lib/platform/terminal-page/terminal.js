@@ -12,7 +12,7 @@ const MAX_FRAME_BYTES = 1024 * 1024
 const utf8 = new TextEncoder()
 /** The bridge takes sizes from 1 to 1000 (CONTRACT §6); a wider window gets 1000 columns. */
 const MAX_SIZE = 1000
-/** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this much. */
+/** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this many UTF-16 units. */
 const MAX_EARLY_INPUT = 64 * 1024
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {

@@ -48,7 +48,16 @@ t.test('GET /dev/terminal without a session is a 401 HTML page; the ticket is 40
   t.equal(page.status, 401)
   t.match(page.headers.get('content-type'), /^text\/html/)
   t.match(page.headers.get('content-security-policy'), /script-src 'self'/)
-  t.match(await page.text(), /<h1>401 Sign in required<\/h1>[\s\S]*Sign in first/)
+  const text = await page.text()
+  t.match(text, /<h1>401 Sign in required<\/h1>[\s\S]*Sign in first/)
+  // The sign-in form: sent by its script as JSON, never natively (and then not in the URL).
+  t.match(text, /<form id="signin" method="post">[\s\S]*name="password" type="password"/)
+  t.match(page.headers.get('content-security-policy'), /form-action 'none'/)
+  const script = /<script src="(\/dev\/terminal\/assets\/signin\.js\?v=[^"]+)"><\/script>/.exec(text)?.[1]
+  t.ok(script, 'the page names its script')
+  const asset = await anon.get(script!)
+  t.equal(asset.status, 200)
+  t.match(await asset.text(), /\/api\/auth\/login/)
   const ticket = await anon.post('/dev/terminal/ticket')
   t.equal(ticket.status, 401)
   t.match(ticket.headers.get('content-type'), /^application\/json/)

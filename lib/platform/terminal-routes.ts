@@ -79,12 +79,14 @@ const terminalPage = (): string => `<!doctype html>
 /**
  * The gate's refusal: why, and what the visitor can do here. Signed out, a form signs in (or
  * creates an account) through the auth API; signed in without admission, a button signs out, to
- * sign in as someone else. Either reloads the page, and the gate answers again.
+ * sign in as someone else. Either reloads the page, and the gate answers again. The form is
+ * sent by signin.js as JSON; `method="post"` keeps a password out of the URL should a browser
+ * ever send it natively (the CSP's form-action 'none' blocks that too).
  */
 function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   const action = status === 401
-    ? `<form id="signin">
+    ? `<form id="signin" method="post">
 <label>Username <input name="username" autocomplete="username" required></label>
 <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
 <button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>

@@ -2,8 +2,8 @@ import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import path from 'node:path'
+import { listen } from '../lib/http/listen.js'
 import { Client, ROOT, runUsers, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { startFakeNakama } from './fake-nakama/server.js'
@@ -286,9 +286,9 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
 /** A loopback server answering every request with this status and HTML page; resolves to its URL. */
 async function htmlServer(t: Test, status: number, page: string): Promise<string> {
   const server = http.createServer((req, res) => res.writeHead(status, { 'content-type': 'text/html' }).end(page))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = await listen(server, 0, '127.0.0.1')
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return `http://127.0.0.1:${port}`
 }
 
 /** Run `bin/platform users …` with this environment; resolves with the exit code and both streams. */

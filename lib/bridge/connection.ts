@@ -77,21 +77,20 @@ export function serveConnection(
   }
   const send = (frame: ServerFrame): void => {
     if (ws.readyState !== ws.OPEN) return
-    if (frame.type === 'error') {
-      if (queuedErrors >= MAX_QUEUED_ERRORS) return
-      let queued = false
-      ws.send(JSON.stringify(frame), () => {
-        if (queued) queuedErrors--
-        frameSent()
-      })
-      if (ws.bufferedAmount > 0) {
-        queued = true
+    const error = frame.type === 'error'
+    if (error && queuedErrors >= MAX_QUEUED_ERRORS) return
+    let queuedError = false
+    ws.send(JSON.stringify(frame), error ? () => {
+      if (queuedError) queuedErrors--
+      frameSent()
+    } : frameSent)
+    if (ws.bufferedAmount > 0) {
+      backlog = true
+      if (error) {
+        queuedError = true
         queuedErrors++
       }
-    } else {
-      ws.send(JSON.stringify(frame), frameSent)
     }
-    if (ws.bufferedAmount > 0) backlog = true
   }
 
   // Called after every send completes and on every ack: the PTY reads only while both the socket

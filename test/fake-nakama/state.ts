@@ -116,10 +116,10 @@ export class FakeState {
     let changed = false
     for (const [column, given] of Object.entries(fields) as Array<[AccountColumn, string | undefined]>) {
       if (given === undefined) continue
+      // An empty optional column is NULL; a username is checked above and never empty.
       const value = column === 'username' ? given : given || undefined
       if (user[column] === value) continue
-      if (column === 'username') user.username = given
-      else user[column] = value
+      ;(user as Record<AccountColumn, string | undefined>)[column] = value
       changed = true
     }
     if (changed) user.updateTime = Math.floor(this.now() / 1000)

@@ -372,7 +372,7 @@ function writeThenLeave(bytes: string, afterMs: number, how: 'close' | 'reset'):
   })
 }
 
-t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack', async (t) => {
+t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack or a 400 refusal', async (t) => {
   const from = logs.length
   await writeThenLeave('POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki', 100, 'close')
   for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
@@ -380,6 +380,24 @@ t.test('a client that closes mid-body is logged as 499, not as a 500 with a stac
   const lines = logs.slice(from)
   t.match(lines.filter((e) => e.event === 'http.request' && e.path === '/api/any-json'), [{ method: 'POST', path: '/api/any-json', status: 499 }], 'one access-log line, 499')
   t.same(lines.filter((e) => e.event === 'http.error'), [], 'no http.error')
+  t.same(lines.filter((e) => e.event === 'http.client_error'), [], 'and no refusal logged beside it: the client left, nothing was refused')
+})
+
+t.test('a client that half-closes mid-request still gets the answers to the requests that came whole, and no refusal', async (t) => {
+  const from = logs.length
+  const got = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect({ port: Number(new URL(base).port), host: '127.0.0.1', allowHalfOpen: true }, () => {
+      socket.end('GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nPOST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na')
+    })
+    let text = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (text += d)).on('close', () => resolve(text)).on('error', reject)
+  })
+  t.equal(got.match(/^HTTP\/1\.1 /gm)?.length, 1, 'one answer')
+  t.match(got, /^HTTP\/1\.1 200 /, 'the whole request is answered')
+  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
+  const lines = logs.slice(from)
+  t.match(lines.filter((e) => e.event === 'http.request'), [{ path: '/api/slow', status: 200 }, { path: '/api/any-json', status: 499 }], 'the access log: 200, then 499 for the one cut short')
+  t.same(lines.filter((e) => e.event === 'http.client_error'), [], 'no refusal logged')
 })
 
 t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger one gets its 413 without being asked for', async (t) => {

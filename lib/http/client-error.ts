@@ -25,28 +25,38 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
     socket.destroy()
     return
   }
-  const [status, reason, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED
   refused.add(socket)
-  // A connection the client ended mid-request is the client gone (499), not a refusal of ours.
-  if (err.code !== 'HPE_INVALID_EOF_STATE') cutShort.set(socket, status)
-  // Requests that came whole are answered first, in order (Node gives the socket to each queued
-  // answer when the one before finishes, before that one's close); the first request that did not
-  // come whole is the one refused: its answer, once begun, can only be cut.
-  const answer = (): void => {
+  // A connection the client ended mid-request is the client gone, not a refusal of ours: nothing
+  // is written for the request cut short (the access log gives it 499), and no refusal is logged.
+  // Requests that came whole before it are still answered: a half-closed client may read them.
+  if (err.code === 'HPE_INVALID_EOF_STATE') {
+    afterCompleteRequests(socket, () => socket.destroy())
+    return
+  }
+  const [status, reason, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED
+  cutShort.set(socket, status)
+  // Requests that came whole are answered first, in order; the first request that did not come
+  // whole is the one refused: its answer, once begun, can only be cut.
+  afterCompleteRequests(socket, () => {
     if (!socket.writable) return
-    const inFlight = responseInFlight(socket)
-    if (inFlight?.req.complete) {
-      inFlight.once('close', answer)
-      return
-    }
-    if (inFlight?.headersSent) {
+    if (responseInFlight(socket)?.headersSent) {
       socket.destroy()
       return
     }
     const id = closeWith(socket, status, reason, code, message)
     log({ event: 'http.client_error', id, status, error: err.code ?? err.message })
-  }
-  answer()
+  })
+}
+
+/**
+ * Call `then` once the responses to requests that came whole are done (Node gives the socket to
+ * each queued answer when the one before finishes, before that one's close); the response left,
+ * if any, is the one to the request that did not come whole.
+ */
+function afterCompleteRequests(socket: Duplex, then: () => void): void {
+  const inFlight = responseInFlight(socket)
+  if (socket.writable && inFlight?.req.complete) inFlight.once('close', () => afterCompleteRequests(socket, then))
+  else then()
 }
 
 /**

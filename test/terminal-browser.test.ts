@@ -7,9 +7,13 @@ import { startBridge } from './helpers/terminal.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
 declare const document: {
-  getElementById(id: string): { textContent: string | null; hidden: boolean } | null
+  getElementById(id: string): { textContent: string | null; hidden: boolean; getBoundingClientRect(): { bottom: number } } | null
   querySelector(selector: string): { textContent: string | null } | null
+  activeElement: { id: string } | null
 }
+declare const innerHeight: number
+/** The page's WebSocket to the bridge (a top-level `let` of terminal.js). */
+declare const ws: { close(): void } | null
 /** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the tests read it. */
 declare const term: {
   buffer: { active: { baseY: number; cursorX: number; cursorY: number; length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
@@ -93,20 +97,110 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.context().close()
 })
 
-t.test('keys typed while the ticket and the connection are on their way reach the shell', async (t) => {
-  const page = await signedIn('browser_early', true)
-  // A slow platform: the ticket comes 800 ms after the page.
+/** A developer's page at /dev/terminal on a slow platform: the ticket comes 800 ms after the page. */
+async function slowTicketPage(username: string): Promise<Page> {
+  const page = await signedIn(username, true)
   await page.route('**/dev/terminal/ticket', async (route) => {
     await new Promise((r) => setTimeout(r, 800))
     await route.continue()
   })
   await page.goto(`${origin}/dev/terminal`)
+  return page
+}
+
+t.test('keys typed while the ticket and the connection are on their way reach the shell', async (t) => {
+  const page = await slowTicketPage('browser_early')
   // No click first: the terminal has the keyboard from the start.
   t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
   await page.keyboard.type('echo early-$((2+3))')
   await page.keyboard.press('Enter')
   await waitForScreen(page, /early-5/)
   t.match(await screen(page), /early-5/, 'the whole line ran')
+  await page.context().close()
+})
+
+t.test('a line longer than the kernel keeps in line mode (4,095 characters), typed before the shell, runs whole', async (t) => {
+  const page = await slowTicketPage('browser_early_long')
+  // Sent at `created`, bash read it before readline left line mode: the line was cut at 4,095
+  // characters and `echo HEAD-xxx…` ran without its end.
+  await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
+  await page.keyboard.press('Enter')
+  t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
+  await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
+  t.match(await screen(page), /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
+  await page.context().close()
+})
+
+t.test('keys typed before the shell past 65,536 units are not sent, nor those after them, and the page says so', async (t) => {
+  const page = await slowTicketPage('browser_early_over')
+  await page.keyboard.type('echo kept-$((1+1))')
+  await page.keyboard.press('Enter')
+  await page.evaluate(() => term.paste('y'.repeat(70_000)))
+  await page.keyboard.type('echo lost-$((2+2))')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => /not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; typed before the shell was ready and not sent: at most 65536 characters wait for it$/, 'the status line says it')
+  await page.keyboard.type('echo after-$((3+3))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /after-6/)
+  const text = await screen(page)
+  t.match(text, /kept-2/, 'what came before the overflow ran')
+  t.notMatch(text, /lost|yyy/, 'neither the paste nor the line after it reached the shell')
+  t.match(text, /\[typed before the shell was ready and not sent/, 'and the terminal says it')
+  await page.context().close()
+})
+
+t.test('a status line that wraps takes its rows from the terminal: the screen stays in the window, the shell has its size', async (t) => {
+  const page = await signedIn('browser_wrap', true)
+  await page.setViewportSize({ width: 380, height: 390 })
+  await page.goto(`${origin}/dev/terminal`)
+  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  const rowsBefore = await page.evaluate(() => term.rows)
+  // A refused paste's status is long: the header wraps to more lines.
+  await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
+  await page.waitForFunction(() => /paste not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await page.waitForTimeout(300)
+  await page.keyboard.type('clear; echo size=$(stty size | tr " " x)')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /size=[0-9]+x[0-9]+/)
+  const [, rows, cols] = /size=([0-9]+)x([0-9]+)/.exec(await screen(page))!
+  const now = await page.evaluate(() => ({ rows: term.rows, cols: term.cols, bottom: document.getElementById('terminal')!.getBoundingClientRect().bottom, height: innerHeight }))
+  t.ok(now.rows < rowsBefore, `fewer rows (${rowsBefore} -> ${now.rows})`)
+  t.ok(now.bottom <= now.height, `the terminal ends within the window (${now.bottom} <= ${now.height})`)
+  t.same([Number(rows), Number(cols)], [now.rows, now.cols], 'the shell has the screen\'s size')
+  await page.context().close()
+})
+
+t.test('with the keyboard alone: after exit, Enter on the offered button starts a new shell', async (t) => {
+  const { page } = await shellPage('browser_keys')
+  const first = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]
+  await page.locator('.xterm').click()
+  await page.keyboard.type('exit')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => /shell exited/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'reconnect', 'the button has the keyboard')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction((pid) => new RegExp(`connected: shell (?!${pid}\\b)[0-9]+`).test(document.getElementById('status')?.textContent ?? ''), first, { timeout: 15_000 })
+  await page.keyboard.type('echo again-$((4+4))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /again-8/)
+  t.match(await screen(page), /again-8/, 'and the keyboard is the new shell\'s')
+  await page.context().close()
+})
+
+t.test('signed out while the terminal is open, reconnecting offers to sign in, which shows the 401 page', async (t) => {
+  const { page } = await shellPage('browser_gone')
+  // Signed out elsewhere (another tab): the page's cookie no longer makes a ticket.
+  const out = await page.request.post(`${origin}/api/auth/logout`, { headers: { origin } })
+  t.equal(out.status(), 200)
+  await page.evaluate(() => ws?.close())
+  await page.waitForFunction(() => document.getElementById('reconnect')?.hidden === false, undefined, { timeout: 15_000 })
+  await page.locator('#reconnect').click()
+  await page.waitForFunction(() => /no ticket/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  t.equal(await page.locator('#reconnect').innerText(), 'Sign in', 'the button offers to sign in')
+  const [res] = await Promise.all([page.waitForNavigation(), page.locator('#reconnect').click()])
+  t.equal(res?.status(), 401)
+  t.equal(await page.locator('input[name=username]').count(), 1, 'the sign-in form')
   await page.context().close()
 })
 

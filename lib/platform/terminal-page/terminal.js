@@ -14,11 +14,17 @@ const utf8 = new TextEncoder()
 const MAX_SIZE = 1000
 /** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this many UTF-16 units. */
 const MAX_EARLY_INPUT = 64 * 1024
+/**
+ * They go to the shell with its first output, its prompt: a shell reading with readline has then
+ * left the terminal's line mode, where the kernel keeps at most 4,095 characters of a line and
+ * the cut line would run without its end. A shell that prints nothing gets them after this long.
+ */
+const PROMPT_WAIT_MS = 2000
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
   1000: 'connection closed',
   1001: 'the terminal bridge is shutting down',
-  1006: 'connection lost (is the terminal bridge running?)',
+  1006: 'connection lost (the terminal bridge or the platform stopped, or the network failed)',
   1008: 'connection refused',
   1009: 'a message was too large for the bridge',
   1011: 'the terminal bridge failed',
@@ -96,7 +102,13 @@ let shellRunning = false
 let shellPid = null
 /** A shell is on its way (a ticket, the connection, a create out): keystrokes wait in earlyInput. */
 let creating = false
+/** The shell has started but printed nothing yet: keystrokes still wait (PROMPT_WAIT_MS). */
+let awaitingPrompt = null
 let earlyInput = ''
+/** Why keys typed before the shell were not kept (past MAX_EARLY_INPUT), said once the shell is there. */
+let earlyDropped = ''
+/** What the button does now: a new shell or connection, or a reload for the page's sign-in. */
+let buttonAction = null
 /** The size the shell has, as last sent. */
 let sent = { cols: 0, rows: 0 }
 
@@ -118,9 +130,12 @@ function refused(message) {
   setStatus(`connected: shell ${shellPid}; ${message}`, true)
 }
 
-function offer(label) {
+/** Offer the button; it takes the keyboard, which the terminal has no use for now. */
+function offer(label, action = reconnect) {
   button.textContent = label
+  buttonAction = action
   button.hidden = false
+  button.focus()
 }
 
 /**
@@ -153,7 +168,29 @@ function sendInput(data) {
 /** No shell is coming (no ticket, the connection closed): what was typed for it is dropped. */
 function noShell() {
   creating = false
+  clearTimeout(awaitingPrompt)
+  awaitingPrompt = null
   earlyInput = ''
+  earlyDropped = ''
+}
+
+/**
+ * Keep a key typed before the shell is ready. Past MAX_EARLY_INPUT it is dropped, and so is every
+ * key after it until the shell is ready: a line without its middle must not run.
+ */
+function keepEarly(data) {
+  if (!earlyDropped && earlyInput.length + data.length <= MAX_EARLY_INPUT) earlyInput += data
+  else earlyDropped = `typed before the shell was ready and not sent: at most ${MAX_EARLY_INPUT} characters wait for it`
+}
+
+/** The shell printed its prompt (or PROMPT_WAIT_MS passed): what was typed for it goes out. */
+function shellReady() {
+  clearTimeout(awaitingPrompt)
+  awaitingPrompt = null
+  sendInput(earlyInput)
+  earlyInput = ''
+  if (earlyDropped) refused(earlyDropped)
+  earlyDropped = ''
 }
 
 /** Tell the shell the terminal's size when it differs from what it has. */
@@ -171,6 +208,7 @@ async function connect() {
   // Keys typed from now on wait for the shell, also while the ticket and the connection are on their way.
   creating = true
   earlyInput = ''
+  earlyDropped = ''
   setStatus('getting a ticket…')
   let answer
   try {
@@ -184,6 +222,9 @@ async function connect() {
   if (!answer.ok) {
     noShell()
     setStatus(answer.body.error ? `no ticket: ${answer.body.error}` : `no ticket (HTTP ${answer.status})`, true)
+    // Signed out (or no longer admitted) since the page loaded: the page, loaded again, signs in.
+    if (answer.status === 401) return offer('Sign in', () => location.reload())
+    if (answer.status === 403) return offer('Reload', () => location.reload())
     return offer('Reconnect')
   }
   setStatus('connecting…')
@@ -202,17 +243,18 @@ async function connect() {
       // The ack tells the bridge what is on screen, so a flood never runs far ahead of the page.
       const size = frame.data.length
       term.write(frame.data, () => send({ type: 'ack', bytes: size }))
+      if (awaitingPrompt !== null) shellReady()
     } else if (frame.type === 'created') {
       shellRunning = true
       shellPid = frame.pid
       creating = false
       setStatus(`connected: shell ${frame.pid}`)
-      // The window may have changed while the shell started, and keys may have been typed.
+      // The window may have changed while the shell started; keys typed wait for its prompt.
       sendSize()
-      sendInput(earlyInput)
-      earlyInput = ''
+      awaitingPrompt = setTimeout(shellReady, PROMPT_WAIT_MS)
     } else if (frame.type === 'exit') {
       shellRunning = false
+      noShell()
       const how = frame.signal !== null ? `signal ${frame.signal}` : `code ${frame.code}`
       term.write(`\r\n\x1b[2m[shell exited with ${how}]\x1b[0m\r\n`)
       setStatus(`shell exited with ${how}`)
@@ -243,20 +285,24 @@ async function connect() {
 }
 
 term.onData((data) => {
-  if (shellRunning) sendInput(data)
-  else if (creating && earlyInput.length + data.length <= MAX_EARLY_INPUT) earlyInput += data
+  if (shellRunning && awaitingPrompt === null) sendInput(data)
+  else if (creating || awaitingPrompt !== null) keepEarly(data)
 })
 term.onResize(() => {
   if (shellRunning) sendSize()
 })
-window.addEventListener('resize', fitTerminal)
-button.addEventListener('click', () => {
+// The terminal's box, not the window: a status line that wraps takes rows from it too.
+new ResizeObserver(fitTerminal).observe(document.getElementById('terminal'))
+button.addEventListener('click', () => buttonAction())
+
+/** A new shell on the open connection, else a new connection. */
+function reconnect() {
   if (ws && ws.readyState === WebSocket.OPEN && !shellRunning) {
     button.hidden = true
     create()
   } else {
     connect()
   }
-})
+}
 
 connect()

@@ -90,6 +90,19 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
   t.strictSame(exit, { code: 0, signal: null })
 })
 
+t.test('SIGTERM with a request that never completes: cut when the grace runs out, logged as 499, then the process exits 0', async (t) => {
+  const platform = await startPlatform()
+  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
+  await new Promise((r) => setTimeout(r, 300))
+  const mark = platform.logs.length
+  platform.child.kill('SIGTERM')
+  const response = await slow.response
+  t.equal(response, '', 'cut without an answer')
+  t.strictSame(await platform.exited, { code: 0, signal: null })
+  // The process used to exit before the cut response's close, which writes its access-log line.
+  t.match(platform.logs.slice(mark).filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/auth/login', status: 499 }], 'its access-log line')
+})
+
 t.test('SIGTERM with a keep-alive request in flight: the connection ends once it is answered, not at the keep-alive time-out', async (t) => {
   const platform = await startPlatform()
   const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), 'keep-alive')

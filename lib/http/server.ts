@@ -10,6 +10,7 @@ import { logLine } from './log.js'
 import { CLIENT_CLOSED, logRequest } from './access-log.js'
 import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
+import { trackConnections } from './close.js'
 import { hasBody, MAX_BODY_BYTES } from './body.js'
 
 interface ServerOptions {
@@ -57,6 +58,7 @@ export function createServer(options: ServerOptions): http.Server {
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => serverOnClientError(err, socket, options.log ?? logLine))
   server.on('connect', (req: IncomingMessage, socket) => serverOnConnect(req, socket, options.log ?? logLine))
+  trackConnections(server)
   return server
 }
 

@@ -148,6 +148,14 @@ t.test('a file that is not JSON names the parser error', async (t) => {
   t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
 })
 
+t.test('a file that is not JSON is named without its text: a copy of a secret shows none of it', async (t) => {
+  const dir = tempDir()
+  writeFileSync(path.join(dir, 'leak.json'), 'MFYeqWcxkA-not-for-the-log\n')
+  const run = await check(dir)
+  t.equal(run.code, 1)
+  t.equal(run.stderr, 'leak.json: $: is not valid JSON (an unexpected character; the text around it is not shown)\n')
+})
+
 t.test('a missing manifests directory is a bad MANIFESTS_DIR: exit 2 and its one config line, not a catalogue problem', async (t) => {
   const dir = path.join(tempDir(), 'nowhere')
   const run = await check(dir)

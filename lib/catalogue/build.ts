@@ -28,9 +28,19 @@ function parseJson(text: string, file: string, problems: Problem[]): unknown {
   try {
     return JSON.parse(text)
   } catch (err) {
-    problems.push({ file, path: '$', message: `is not valid JSON (${err instanceof Error ? err.message : String(err)})` })
+    problems.push({ file, path: '$', message: `is not valid JSON (${jsonProblem(err)})` })
     return undefined
   }
+}
+
+/**
+ * V8's words for a parse error, unless they quote the file: its "Unexpected token" form shows up to
+ * 20 characters around the error, and a file that is no manifest (a copy of a secret, or a link to
+ * one) would have its start in check's output and the log.
+ */
+function jsonProblem(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err)
+  return message.includes('"') ? 'an unexpected character; the text around it is not shown' : message
 }
 
 /** Validate one manifest and fill in its capture; null (with problems added) when invalid. */

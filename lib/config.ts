@@ -33,7 +33,9 @@ const SECRETS = variable(
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
-const LIST = variable(Type.String({ pattern: commaList('[^,\\s]*') }), 'a comma list of user ids or usernames (spaces only around the commas)')
+// Entries only an account could have: `alice;bob` would admit no one, and start without a word.
+const ACCOUNT = '(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})?'
+const LIST = variable(Type.String({ pattern: commaList(ACCOUNT) }), 'a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
 const PROXIES = variable(Type.String({ pattern: commaList('[0-9A-Fa-f.:/]*') }), 'a comma list of IP addresses or CIDR ranges')
 
@@ -164,11 +166,16 @@ function defaultOrigins(env: Env): string {
 
 function common(env: Env) {
   const dataDir = path.resolve(read(env, 'DATA_DIR', PATH, './data'))
+  // The platform forwards the ticket to the bridge in the clear: the bridge is on this machine.
+  const terminalHost = unbracket(read(env, 'TERMINAL_HOST', HOST, '127.0.0.1'))
+  if (!isLoopback(terminalHost)) {
+    throw new ConfigError(`TERMINAL_HOST: ${JSON.stringify(terminalHost)} is not a loopback address; expected 127.0.0.1, ::1 or localhost`)
+  }
   return {
     origins: originList(read(env, 'PLATFORM_ORIGINS', ORIGINS, defaultOrigins(env))),
     dataDir,
     ticketSecret: read(env, 'TERMINAL_TICKET_SECRET', SECRETS) ?? null,
-    terminalHost: unbracket(read(env, 'TERMINAL_HOST', HOST, '127.0.0.1')),
+    terminalHost,
     terminalPort: port(env, 'TERMINAL_PORT', '7681'),
   }
 }
@@ -223,9 +230,6 @@ function isLoopback(host: string): boolean {
 /** Read and check the bridge's variables (CONTRACT §1). */
 export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig> {
   const base = common(env)
-  if (!isLoopback(base.terminalHost)) {
-    throw new ConfigError(`TERMINAL_HOST: ${JSON.stringify(base.terminalHost)} is not a loopback address; expected 127.0.0.1, ::1 or localhost`)
-  }
   return Object.freeze({
     host: base.terminalHost,
     port: base.terminalPort,

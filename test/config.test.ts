@@ -26,7 +26,12 @@ const BAD: [Record<string, string>, string][] = [
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: `${'a'.repeat(40)}, ${'b'.repeat(40)}` }, 'SESSION_SECRET: (82 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
-  [{ DEV_ACCESS_USERS: 'alice,bob smith' }, 'DEV_ACCESS_USERS: "alice,bob smith" is invalid; expected a comma list of user ids or usernames (spaces only around the commas)'],
+  [{ DEV_ACCESS_USERS: 'alice,bob smith' }, 'DEV_ACCESS_USERS: "alice,bob smith" is invalid; expected a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas'],
+  // Entries no account could have: another separator, a character no username takes.
+  ...['alice;bob', 'alice|bob', 'alice,b@b', 'al', '0f4618f9-2e9b-46ca-99f0-64c05cc7301'].map((value): [Record<string, string>, string] => [
+    { DEV_ACCESS_USERS: value },
+    `DEV_ACCESS_USERS: ${JSON.stringify(value)} is invalid; expected a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas`,
+  ]),
   [{ TRUST_PROXY: '10.0.0.1 10.0.0.2' }, 'TRUST_PROXY: "10.0.0.1 10.0.0.2" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   // A prefix is digits: `10.0.0.1/` read as /0 would trust every IPv4 client's X-Forwarded-For.
@@ -40,6 +45,8 @@ const BAD: [Record<string, string>, string][] = [
   [{ MANIFESTS_DIR: ' ' }, 'MANIFESTS_DIR: " " is invalid; expected a directory path'],
   // A bridge may listen on port 0 (a free one); the platform must know where to forward.
   [{ TERMINAL_PORT: '0' }, 'TERMINAL_PORT: "0" names no port the platform can forward /terminal-ws/ to; expected the bridge\'s port, 1-65535'],
+  // The platform forwards tickets to the bridge in the clear: it is on this machine, as the bridge says.
+  [{ TERMINAL_HOST: '10.1.1.1' }, 'TERMINAL_HOST: "10.1.1.1" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'server:key', NAKAMA_HTTP_KEY: 'httpkey' },
     'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },

@@ -55,6 +55,16 @@ function read(env: Env, name: string, spec: Variable, fallback?: string): string
   return raw
 }
 
+/** NAKAMA_URL as fetch takes it: fetch refuses a URL with a user name or password, so every call would fail. */
+function nakamaUrl(raw: string): string {
+  const url = URL.canParse(raw) ? new URL(raw) : null
+  if (url && (url.username !== '' || url.password !== '')) {
+    // Not echoed: the value holds a password.
+    throw new ConfigError('NAKAMA_URL: (a URL with a user name or password, not shown) is invalid; expected an http(s) URL without credentials, such as http://127.0.0.1:7350 (the keys go in NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY)')
+  }
+  return raw.replace(/\/+$/, '')
+}
+
 function list(value: string): string[] {
   return value.split(',').map((s) => s.trim()).filter((s) => s !== '')
 }
@@ -192,7 +202,7 @@ export function loadPlatformConfig(env: Env = process.env): Readonly<PlatformCon
       return value
     }
     nakama = {
-      url: need('NAKAMA_URL', URL_VAR).replace(/\/+$/, ''),
+      url: nakamaUrl(need('NAKAMA_URL', URL_VAR)),
       serverKey: need('NAKAMA_SERVER_KEY', KEY),
       httpKey: need('NAKAMA_HTTP_KEY', KEY),
     }

@@ -51,6 +51,9 @@ const BAD: [Record<string, string>, string][] = [
     'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },
     'NAKAMA_HTTP_KEY: (8 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
+  // fetch refuses a URL with credentials: every Nakama call would fail. The password is not echoed.
+  [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://user:pw@127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' },
+    'NAKAMA_URL: (a URL with a user name or password, not shown) is invalid; expected an http(s) URL without credentials, such as http://127.0.0.1:7350 (the keys go in NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY)'],
 ]
 
 t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {

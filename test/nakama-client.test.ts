@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { AnyAnswer } from '../lib/backend/nakama/answers.js'
 import { NakamaClient } from '../lib/backend/nakama/client.js'
 
 // The wire form of an RPC call, read by a bare HTTP server rather than the fake: nakama-api.md
@@ -20,7 +21,7 @@ t.test('an RPC goes out as POST /v2/rpc/<id>?unwrap with the HTTP key in Basic a
   t.teardown(() => server.close())
   const { port } = server.address() as AddressInfo
   const client = new NakamaClient({ url: `http://127.0.0.1:${port}`, serverKey: 'server-key', httpKey: 'http-key' })
-  const answer = await client.rpc('playfield_get_account', { userId: 'u-1', note: '__proto__' })
+  const answer = await client.rpc('playfield_get_account', { userId: 'u-1', note: '__proto__' }, AnyAnswer)
   t.strictSame(answer, { answer: 42 }, 'the unwrapped answer, parsed')
   t.equal(seen.length, 1)
   t.equal(seen[0]!.method, 'POST')

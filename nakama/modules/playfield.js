@@ -463,7 +463,8 @@ function rpcRecordLaunch(ctx, logger, nk, payload) {
     collection: LAUNCHES, key: p.sessionId, userId: SYSTEM_USER,
     value: { userId: p.userId, gameId: p.gameId, time: p.time }, permissionRead: 0, permissionWrite: 0
   }]);
-  return JSON.stringify({});
+  // Said outright: the platform takes nothing else (an empty answer could come from anything) as stored.
+  return JSON.stringify({ recorded: true });
 }
 
 // Logout kept in storage: Nakama's own logout blacklist lives in memory, per node, and is lost on
@@ -493,7 +494,8 @@ function rpcRevokeSession(ctx, logger, nk, payload) {
       }
     }
   }
-  return JSON.stringify({});
+  // The storage record is what ends the session; said outright, as for a launch.
+  return JSON.stringify({ revoked: true });
 }
 
 function rpcSessionRevoked(ctx, logger, nk, payload) {

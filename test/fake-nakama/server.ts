@@ -19,8 +19,11 @@ export interface FakeNakamaOptions {
   module?: string | null
 }
 
-/** What a test may do to a request before it is served: no answer, none ever, a 500, or the given error (gateway body, nakama-api.md §1.0). */
-export type Intercept = 'drop' | 'hang' | 'fail' | { status: number; code: number; message: string } | undefined
+/**
+ * What a test may do to a request before it is served: no answer, none ever, a 500, the given error
+ * (gateway body, nakama-api.md §1.0), or any answer the function writes (a proxy's page, a broken body).
+ */
+export type Intercept = 'drop' | 'hang' | 'fail' | { status: number; code: number; message: string } | ((res: http.ServerResponse) => void) | undefined
 
 /** A running fake: its URL, its database, and switches to take it down and bring it back. */
 export interface FakeNakama {
@@ -174,6 +177,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
       if (action === 'drop') return req.socket.destroy()
       if (action === 'hang') return void held.add(res)
       calls.set(name, (calls.get(name) ?? 0) + 1)
+      if (typeof action === 'function') return action(res)
       // Every response carries Cache-Control (nakama-api.md §1.0), a CORS preflight answer too.
       const cacheControl = { 'cache-control': 'no-store, no-cache, must-revalidate' }
       const crossOrigin = cors(req)

@@ -3,9 +3,11 @@ import { HttpError } from '../../http/errors.js'
 import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.js'
 import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
+import type { TSchema } from '../../typebox.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession, type Claims } from './claims.js'
-import { backendUnavailable, NakamaError, type NakamaClient } from './client.js'
+import { AccountAnswer, AccountsAnswer, AnyAnswer, RenameAnswer, RoleAnswer, SessionAnswer, TimesAnswer } from './answers.js'
+import { backendUnavailable, NakamaError, type NakamaClient, type RequestOptions } from './client.js'
 import { Revocations } from './revocations.js'
 
 /** Synthetic e-mail domain: Nakama's username+password sign-in needs an e-mail account behind it. */
@@ -21,6 +23,8 @@ const TOKEN_SKEW_MS = 5_000
 const GUEST_NAME_ATTEMPTS = 5
 /** Nakama's answers to a login that are about the name or password: 400 refused as malformed, 401 wrong password, 403 banned, 404 unknown name. */
 const CREDENTIAL_REFUSALS = new Set([400, 401, 403, 404])
+/** Nakama's answers to a refresh that end the session: 401 invalid or expired, 403 banned, 404 deleted (nakama-api.md §1.2). */
+const REFRESH_REFUSALS = new Set([401, 403, 404])
 
 /**
  * The password Nakama stores (bcrypt, inside Nakama): a SHA-256 of the user's password. Nakama
@@ -35,6 +39,9 @@ function isTaken(err: unknown): err is NakamaError {
   // 409/6 at authenticate; 400/3 (message wrapped from v3.37) at PUT /v2/account (nakama-api.md §1.5).
   return err instanceof NakamaError && (err.status === 400 || err.status === 409) && err.message.includes('Username is already in use')
 }
+
+/** A sign-in or refresh call's own part: the server key and the Session answer are #signIn's. */
+type SignIn = Pick<RequestOptions<TSchema>, 'query' | 'body' | 'expected'>
 
 /** Said once per process: every token Nakama issues lives as long, so once is enough. */
 let warnedShortTokens = false
@@ -63,16 +70,22 @@ export class NakamaAccounts implements AccountPart {
     this.#revocations = new Revocations(client)
   }
 
+  /** Nakama's Session from a sign-in or refresh call with the server key; its tokens must be readable. */
+  async #signIn(path: string, options: SignIn): Promise<BackendSession> {
+    const session = toBackendSession(await this.client.request('POST', path, { ...options, auth: 'server', answer: SessionAnswer }))
+    if (!session) throw this.client.unexpected(`POST ${path}`, 200, 'a session without readable tokens')
+    return checkLifetime(session, this.now())
+  }
+
   /** A custom-id account named like the embedded backend's guests; a name collision draws again. */
   async authenticateGuest(): Promise<BackendSession> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const body = await this.client.request('POST', '/v2/account/authenticate/custom', {
+        return await this.#signIn('/v2/account/authenticate/custom', {
           query: { create: 'true', username: `guest-${randomBytes(4).toString('hex')}` },
           body: { id: `playfield-guest-${randomUUID()}` },
-          auth: 'server',
+          expected: isTaken,
         })
-        return checkLifetime(toBackendSession(body), this.now())
       } catch (err) {
         if (!isTaken(err)) throw err
         if (attempt === GUEST_NAME_ATTEMPTS) {
@@ -85,12 +98,11 @@ export class NakamaAccounts implements AccountPart {
 
   async register(username: string, password: string): Promise<BackendSession> {
     try {
-      const body = await this.client.request('POST', '/v2/account/authenticate/email', {
+      return await this.#signIn('/v2/account/authenticate/email', {
         query: { create: 'true', username },
         body: { email: `${randomUUID()}@${EMAIL_DOMAIN}`, password: nakamaPassword(password) },
-        auth: 'server',
+        expected: isTaken,
       })
-      return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
       throw isTaken(err) ? usernameTaken(username) : err
     }
@@ -99,18 +111,15 @@ export class NakamaAccounts implements AccountPart {
   /** Nakama's username+password path: an e-mail request without `email` (nakama-api.md §1.1). */
   async login(username: string, password: string): Promise<BackendSession> {
     try {
-      const body = await this.client.request('POST', '/v2/account/authenticate/email', {
-        query: { create: 'false', username }, body: { password: nakamaPassword(password) }, auth: 'server',
+      // Any other answer (a proxy's 413, an overloaded Nakama's 429) says nothing of the password:
+      // the client makes it 503, the user may try again, and it is not counted as a failed sign-in.
+      return await this.#signIn('/v2/account/authenticate/email', {
+        query: { create: 'false', username }, body: { password: nakamaPassword(password) },
+        expected: (refusal) => CREDENTIAL_REFUSALS.has(refusal.status),
       })
-      return checkLifetime(toBackendSession(body), this.now())
     } catch (err) {
-      if (!(err instanceof NakamaError)) throw err
       // One answer for all, which says nothing of which it was.
-      if (CREDENTIAL_REFUSALS.has(err.status)) throw invalidCredentials()
-      // Anything else (a proxy's 413; the client answers an overloaded Nakama's 429 itself) says
-      // nothing of the password: the user may try again, and it is not counted as a failed sign-in.
-      logLine({ event: 'nakama.refused', request: 'login', status: err.status, problem: err.message })
-      throw backendUnavailable()
+      throw err instanceof NakamaError ? invalidCredentials() : err
     }
   }
 
@@ -118,7 +127,7 @@ export class NakamaAccounts implements AccountPart {
   async refresh(refreshToken: string): Promise<BackendSession> {
     if (!(await this.#activeClaims(refreshToken))) throw noSession()
     try {
-      return checkLifetime(toBackendSession(await this.client.request('POST', '/v2/account/session/refresh', { body: { token: refreshToken }, auth: 'server' })), this.now())
+      return await this.#signIn('/v2/account/session/refresh', { body: { token: refreshToken }, expected: (refusal) => REFRESH_REFUSALS.has(refusal.status) })
     } catch (err) {
       if (err instanceof NakamaError) throw noSession()
       throw err
@@ -148,26 +157,26 @@ export class NakamaAccounts implements AccountPart {
     await this.#revocations.revoke({ ...claims, token: live ? session.token : undefined, refreshToken: session.refreshToken })
     if (!live) return
     await this.client
-      .request('POST', '/v2/session/logout', { body: { token: session.token, refresh_token: session.refreshToken }, auth: { bearer: session.token } })
+      .request('POST', '/v2/session/logout', { body: { token: session.token, refresh_token: session.refreshToken }, auth: { bearer: session.token }, answer: AnyAnswer })
       .catch(() => undefined) // the storage record already ends the session; this is Nakama's in-memory copy
   }
 
   async getAccount(userId: string): Promise<Account | null> {
-    return (await this.client.rpc<{ account: Account | null }>('playfield_get_account', { userId }, true)).account
+    return (await this.client.rpc('playfield_get_account', { userId }, AccountAnswer, true)).account
   }
 
   /** One module call: bucket taken with a storage-version check, rename, token given back if refused. */
   async renameUser(userId: string, username: string, rule: Rule, now: number): Promise<Account> {
-    const out = await this.client.rpc<{ account?: Account; error?: string; waitMs?: number }>('playfield_rename', { userId, username, rule, now })
+    const out = await this.client.rpc('playfield_rename', { userId, username, rule, now }, RenameAnswer)
+    if ('account' in out) return out.account
     if (out.error === 'USERNAME_TAKEN') throw usernameTaken(username)
-    if (out.error === 'RATE_LIMITED') throw tooManyRenames(out.waitMs ?? 0)
-    if (!out.account) throw noSession()
-    return out.account
+    if (out.error === 'RATE_LIMITED') throw tooManyRenames(out.waitMs)
+    throw noSession()
   }
 
   async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {
     const stored = key.length > MAX_KEY ? createHash('sha256').update(key).digest('hex') : key
-    const out = await this.client.rpc<{ times: number[] }>('playfield_event_window', { key: stored, now, windowMs, keep: record?.keep ?? 0, record: record !== undefined })
+    const out = await this.client.rpc('playfield_event_window', { key: stored, now, windowMs, keep: record?.keep ?? 0, record: record !== undefined }, TimesAnswer)
     return out.times
   }
 
@@ -180,12 +189,12 @@ export class NakamaAccounts implements AccountPart {
   }
 
   async listPrivileged(): Promise<Account[]> {
-    return (await this.client.rpc<{ accounts: Account[] }>('playfield_list_privileged', {}, true)).accounts
+    return (await this.client.rpc('playfield_list_privileged', {}, AccountsAnswer, true)).accounts
   }
 
   async #setRole(username: string, role: string, grant: boolean): Promise<Account> {
-    const out = await this.client.rpc<{ account?: Account }>('playfield_set_role', { username, role, grant })
-    if (!out.account) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
+    const out = await this.client.rpc('playfield_set_role', { username, role, grant }, RoleAnswer)
+    if (!('account' in out)) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
     return out.account
   }
 }

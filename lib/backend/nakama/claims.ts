@@ -21,14 +21,11 @@ export function decodeClaims(token: string): Claims | null {
   return { tid: c.tid, uid: c.uid, usn: typeof c.usn === 'string' ? c.usn : '', exp: c.exp }
 }
 
-/** Nakama's Session answer ({token, refresh_token}, `created` absent when false) as a BackendSession. */
-export function toBackendSession(body: unknown): BackendSession {
-  const session = body as { token?: unknown; refresh_token?: unknown }
-  const token = typeof session.token === 'string' ? session.token : ''
-  const refreshToken = typeof session.refresh_token === 'string' ? session.refresh_token : ''
-  const claims = decodeClaims(token)
-  if (!claims || !decodeClaims(refreshToken)) throw new Error('Nakama answered a session without readable tokens')
-  return { token, refreshToken, userId: claims.uid, username: claims.usn, expiresAt: claims.exp * 1000 }
+/** Nakama's Session answer ({token, refresh_token}, `created` absent when false) as a BackendSession; null when a token is unreadable. */
+export function toBackendSession(session: { token: string; refresh_token: string }): BackendSession | null {
+  const claims = decodeClaims(session.token)
+  if (!claims || !decodeClaims(session.refresh_token)) return null
+  return { token: session.token, refreshToken: session.refresh_token, userId: claims.uid, username: claims.usn, expiresAt: claims.exp * 1000 }
 }
 
 /** 401 NO_SESSION: the refresh token is expired, revoked or unreadable. */

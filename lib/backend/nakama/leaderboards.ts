@@ -3,6 +3,7 @@ import { leaderboardNotFound, overflow } from '../refusals.js'
 import { HttpError } from '../../http/errors.js'
 import { logLine } from '../../http/log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
+import { LaunchAnswer, PageAnswer, SyncAnswer, WriteAnswer } from './answers.js'
 import type { NakamaClient } from './client.js'
 
 /** How often a leaderboard sync that found Nakama unreachable is tried again. */
@@ -38,7 +39,7 @@ export class NakamaLeaderboards implements LeaderboardPart {
       resets: resetTimes(b.resetSchedule, now),
     }))
     try {
-      const out = await this.client.rpc<{ created: string[]; differing: string[] }>('playfield_sync_leaderboards', { boards: payload })
+      const out = await this.client.rpc('playfield_sync_leaderboards', { boards: payload }, SyncAnswer)
       logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err
@@ -54,9 +55,9 @@ export class NakamaLeaderboards implements LeaderboardPart {
    * Nakama's console, or the start's sync still pending), create the missing boards and run it
    * once more: LEADERBOARD_NOT_FOUND is for ids no game declares (CONTRACT §3).
    */
-  async #onBoard<T extends { error?: string }>(id: string, call: () => Promise<T>): Promise<T> {
+  async #onBoard<T extends object>(id: string, call: () => Promise<T>): Promise<T> {
     const out = await call()
-    if (out.error !== 'LEADERBOARD_NOT_FOUND' || !this.#operators.has(id)) return out
+    if (!('error' in out) || out.error !== 'LEADERBOARD_NOT_FOUND' || !this.#operators.has(id)) return out
     this.#recreating ??= this.syncLeaderboards(this.#boards).finally(() => (this.#recreating = undefined))
     await this.#recreating
     return call()
@@ -65,23 +66,21 @@ export class NakamaLeaderboards implements LeaderboardPart {
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
     const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
-    const out = await this.#onBoard(write.leaderboardId, () => this.client.rpc<{ record?: LeaderboardRecord; error?: string; field?: string }>('playfield_write_record', payload))
-    if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field === 'subscore' ? 'subscore' : 'score')
-    if (!out.record) throw leaderboardNotFound(write.leaderboardId)
-    return out.record
+    const out = await this.#onBoard(write.leaderboardId, () => this.client.rpc('playfield_write_record', payload, WriteAnswer))
+    if ('record' in out) return out.record
+    if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field)
+    throw leaderboardNotFound(write.leaderboardId)
   }
 
   /** Listed with the HTTP key, so anonymous readers work too; the module always sends `limit`. */
   async listRecords(query: RecordQuery): Promise<RecordPage> {
-    const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc<RecordPage & { error?: string }>('playfield_list_records', query, true))
+    const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc('playfield_list_records', query, PageAnswer, true))
+    if (!('error' in out)) return { records: out.records, nextCursor: out.nextCursor, ownRecord: out.ownRecord }
     if (out.error === 'LEADERBOARD_NOT_FOUND') throw leaderboardNotFound(query.leaderboardId)
-    if (out.error === 'INVALID_CURSOR') {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])
-    }
-    return { records: out.records, nextCursor: out.nextCursor, ownRecord: out.ownRecord }
+    throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])
   }
 
   async recordLaunch(launch: Launch): Promise<void> {
-    await this.client.rpc('playfield_record_launch', launch)
+    await this.client.rpc('playfield_record_launch', launch, LaunchAnswer)
   }
 }

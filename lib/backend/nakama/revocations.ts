@@ -1,3 +1,4 @@
+import { RevokeAnswer, RevokedAnswer } from './answers.js'
 import type { NakamaClient } from './client.js'
 
 /** How long a "not revoked" answer is trusted: a logout on another instance shows here within this. */
@@ -23,7 +24,7 @@ export class Revocations {
   async isRevoked(uid: string, tid: string, now: number): Promise<boolean> {
     const hit = this.#cache.get(tid)
     if (hit && hit.until > now) return hit.revoked
-    const answer = await this.client.rpc<{ revoked: boolean }>('playfield_session_revoked', { userId: uid, tid }, true)
+    const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid }, RevokedAnswer, true)
     this.#remember(tid, { revoked: answer.revoked, until: now + ACTIVE_TTL_MS })
     return answer.revoked
   }
@@ -32,7 +33,7 @@ export class Revocations {
   async revoke(session: { uid: string; tid: string; exp: number; token: string | undefined; refreshToken: string }): Promise<void> {
     await this.client.rpc('playfield_revoke_session', {
       userId: session.uid, tid: session.tid, exp: session.exp, token: session.token, refreshToken: session.refreshToken,
-    })
+    }, RevokeAnswer)
     this.#remember(session.tid, { revoked: true, until: session.exp * 1000 })
   }
 

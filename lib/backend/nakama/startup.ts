@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { ConfigError } from '../../config-error.js'
 import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
-import { NakamaError, NakamaMisconfigured, NakamaNotJson, type NakamaClient } from './client.js'
+import { AccountAnswer, SessionAnswer } from './answers.js'
+import { NakamaError, NakamaMisconfigured, NakamaUnexpected, type NakamaClient } from './client.js'
 
-/** The nil user: Nakama's system user, never a player; the check needs only that the module answers with an `account` key. */
+/** The nil user: Nakama's system user, never a player; the check needs only that the module answers an account (null). */
 const NIL_USER = '00000000-0000-0000-0000-000000000000'
 
 /**
@@ -16,32 +17,28 @@ const NIL_USER = '00000000-0000-0000-0000-000000000000'
  * platform starts anyway and retries (README, "Errors").
  */
 export async function checkNakama(client: NakamaClient, config: NakamaConfig): Promise<void> {
-  const signIn = 'POST /v2/account/authenticate/custom'
   const first = await settle(client.request('POST', '/v2/account/authenticate/custom', {
     query: { create: 'false' }, body: { id: `playfield-check-${randomUUID()}` }, auth: 'server', idempotent: true,
+    answer: SessionAnswer, expected: (refusal) => refusal.status === 404 && refusal.grpcCode === 5,
   }))
-  if (unreachable(first)) return
-  if (first instanceof NakamaMisconfigured) throw configError(first, config)
-  const notFound = first instanceof NakamaError && first.status === 404 && first.grpcCode === 5
-  if (!notFound && !hasKey(first, 'token')) throw notNakama(config.url, signIn, first)
-
-  const rpc = 'POST /v2/rpc/playfield_get_account'
-  const second = await settle(client.rpc('playfield_get_account', { userId: NIL_USER }, true))
-  if (unreachable(second)) return
-  if (second instanceof NakamaMisconfigured) throw configError(second, config)
-  if (!hasKey(second, 'account')) throw notNakama(config.url, rpc, second)
+  if (!answered(first, config)) return
+  answered(await settle(client.rpc('playfield_get_account', { userId: NIL_USER }, AccountAnswer, true)), config)
 }
 
 function settle(call: Promise<unknown>): Promise<unknown> {
   return call.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))
 }
 
-function unreachable(answer: unknown): boolean {
-  return answer instanceof HttpError && answer.status === 503 && !(answer instanceof NakamaMisconfigured)
-}
-
-function hasKey(answer: unknown, key: string): boolean {
-  return !(answer instanceof Error) && answer !== null && typeof answer === 'object' && key in answer
+/**
+ * Whether Nakama answered as itself with the platform's settings (a refusal the check expects, or
+ * an answer of the expected shape): false when it could not be reached; else the ConfigError.
+ */
+function answered(answer: unknown, config: NakamaConfig): boolean {
+  if (answer instanceof NakamaMisconfigured) throw configError(answer, config)
+  if (answer instanceof NakamaUnexpected) throw notNakama(config.url, answer)
+  if (answer instanceof HttpError && answer.status === 503) return false
+  if (answer instanceof Error && !(answer instanceof NakamaError)) throw answer
+  return true
 }
 
 function configError(err: NakamaMisconfigured, config: NakamaConfig): ConfigError {
@@ -52,10 +49,8 @@ function configError(err: NakamaMisconfigured, config: NakamaConfig): ConfigErro
   return new ConfigError(`${err.variable}: (${key.length} characters, not shown) is refused by Nakama at ${config.url} (${err.problem}); expected ${err.expected}`)
 }
 
-function notNakama(url: string, request: string, answer: unknown): ConfigError {
-  const got = answer instanceof NakamaError
-    ? `HTTP ${answer.status}${answer.grpcCode ? ` code ${answer.grpcCode}` : ''} ${answer.message}`
-    : answer instanceof NakamaNotJson ? `HTTP ${answer.status}, not JSON`
-      : answer instanceof Error ? answer.message : 'an answer that is not Nakama\'s'
-  return new ConfigError(`NAKAMA_URL: ${JSON.stringify(url)} does not answer as Nakama (${request}: ${got}); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`)
+function notNakama(url: string, answer: NakamaUnexpected): ConfigError {
+  // A refusal reads `HTTP 404 Not Found`, a body `HTTP 200, not JSON`.
+  const got = `HTTP ${answer.answerStatus}${answer.answerStatus >= 400 ? ' ' : ', '}${answer.problem}`
+  return new ConfigError(`NAKAMA_URL: ${JSON.stringify(url)} does not answer as Nakama (${answer.request.replace(/\?.*/, '')}: ${got}); expected the URL of Nakama's HTTP API, such as http://127.0.0.1:7350`)
 }

@@ -155,6 +155,8 @@ t.test('a status line that wraps takes its rows from the terminal: the screen st
   await page.setViewportSize({ width: 380, height: 390 })
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  // At the prompt: a paste before it waits for the shell, and one this long is not kept at all.
+  await waitForScreen(page, /\$/)
   const rowsBefore = await page.evaluate(() => term.rows)
   // A refused paste's status is long: the header wraps to more lines.
   await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
@@ -211,6 +213,8 @@ async function shellPage(username: string): Promise<{ page: Page; sizes: number[
   page.on('websocket', (ws) => ws.on('framesent', (frame) => sizes.push(Buffer.byteLength(String(frame.payload)))))
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  // The prompt: until it shows, what is typed or pasted waits for the shell in the page.
+  await waitForScreen(page, /\$/)
   return { page, sizes }
 }
 
@@ -218,7 +222,10 @@ t.test('a paste goes out as one frame and arrives whole: 170,000 control charact
   const { page, sizes } = await shellPage('browser_paste')
   await page.keyboard.type('stty raw -echo; head -c 170000 > paste.bin; stty sane; echo got=$(tr -d "\\001" < paste.bin | wc -c)/$(wc -c < paste.bin)')
   await page.keyboard.press('Enter')
-  await page.waitForTimeout(500)
+  // Pasted before head runs, readline would take the control characters as editing keys.
+  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
+  for (let tries = 0; !running(shellPid, 'head') && tries < 100; tries++) await page.waitForTimeout(100)
+  t.ok(running(shellPid, 'head'), 'the shell runs head')
   const before = sizes.length
   // JSON writes each as \u0001, six bytes.
   await page.evaluate(() => term.paste('\x01'.repeat(170000)))
@@ -248,9 +255,9 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await page.context().close()
 })
 
-/** Whether the shell `pid` has a child running sleep. */
-function sleeping(pid: string): boolean {
-  return spawnSync('pgrep', ['-P', pid, '-x', 'sleep'], { stdio: 'ignore' }).status === 0
+/** Whether the shell `pid` has a child running `command`. */
+function running(pid: string, command: string): boolean {
+  return spawnSync('pgrep', ['-P', pid, '-x', command], { stdio: 'ignore' }).status === 0
 }
 
 t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
@@ -262,8 +269,8 @@ t.test('input the bridge refuses is said in the terminal and kept in the status 
   await page.keyboard.press('Enter')
   // Until sleep runs, bash reads (and echoes) whatever comes: wait for it, not a fixed pause.
   const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
-  for (let tries = 0; !sleeping(shellPid) && tries < 100; tries++) await page.waitForTimeout(100)
-  t.ok(sleeping(shellPid), 'the shell runs sleep')
+  for (let tries = 0; !running(shellPid, 'sleep') && tries < 100; tries++) await page.waitForTimeout(100)
+  t.ok(running(shellPid, 'sleep'), 'the shell runs sleep')
   // The shell reads nothing while sleep runs: the bridge holds up to 1 MiB of input for it, then refuses more.
   await page.evaluate(() => {
     term.paste('x'.repeat(700_000))

@@ -566,3 +566,21 @@ t.test('query parameters are parsed before the handler: a bad create is 400 for 
     t.same([res.status, await res.json()], [status, body], path)
   }
 })
+
+t.test('runtime calls as the real runtime answers them: an RPC returns a string or nothing, an empty username keeps the stored one, a versioned delete of nothing is refused', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const nk = fake.runtime.nk
+  // RuntimeProviderJS.Rpc: a return that is not a string fails, 13 (HTTP 500).
+  fake.runtime.rpcs.set('numeric', () => 42)
+  const res = await post(fake, `/v2/rpc/numeric?http_key=${fake.httpKey}&unwrap`, {})
+  t.same([res.status, await res.json()], [500, { error: 'Runtime function returned invalid data - only allowed one return value of type string.', message: 'Runtime function returned invalid data - only allowed one return value of type string.', code: 13 }])
+  // LeaderboardRecordWrite: '' goes to the query as NULL, and COALESCE keeps the stored name.
+  nk.leaderboardCreate('names', false, 'desc', 'best', null, {}, true)
+  const owner = '00000000-0000-4000-8000-000000000001'
+  nk.leaderboardRecordWrite('names', owner, 'kept', 10)
+  t.equal(nk.leaderboardRecordWrite('names', owner, '', 20).username, 'kept')
+  // StorageDeleteObjects: with a version, no row deleted is a refusal.
+  t.throws(() => nk.storageDelete([{ collection: 'c', key: 'gone', userId: owner, version: 'abc' }]), /Storage delete rejected - not found, version check failed, or permission denied\./)
+  t.doesNotThrow(() => nk.storageDelete([{ collection: 'c', key: 'gone', userId: owner }]), 'without a version, deleting nothing is no error')
+})

@@ -98,12 +98,16 @@ export function invokeRpc(runtime: Runtime, id: string, payload: string, ctx: Re
   const fn = runtime.rpcs.get(id.toLowerCase())
   if (!fn) throw new FakeError(5, 'RPC function not found')
   const logger = { info() {}, warn: (m: string) => runtime.logs.push(`warn ${m}`), error() {}, debug() {} }
+  let out: unknown
   try {
-    const out = fn({ env: {}, executionMode: 'rpc', userId: '', username: '', queryParams: {}, ...ctx }, logger, runtime.nk, payload)
-    return out === undefined || out === null ? '' : String(out)
+    out = fn({ env: {}, executionMode: 'rpc', userId: '', username: '', queryParams: {}, ...ctx }, logger, runtime.nk, payload)
   } catch (e) {
     throw jsFailure(e)
   }
+  if (out === undefined || out === null) return ''
+  // RuntimeProviderJS.Rpc takes a string and nothing else.
+  if (typeof out !== 'string') throw new FakeError(13, 'Runtime function returned invalid data - only allowed one return value of type string.')
+  return out
 }
 
 /**
@@ -203,7 +207,8 @@ function createNk(state: FakeState, keys: TokenKeys) {
       const op = override ? OPERATOR[override] : undefined
       if (override && !op) throw new TypeError('expects override operator to be one of: best, set, incr, decr')
       const meta = metadata === undefined || metadata === null ? undefined : jsonbText(metadata)
-      return jsRecord(state.leaderboards.write(id, ownerId, username ?? null, s, ss, meta, op, state.now()))
+      // An empty name is NULL to the query (COALESCE keeps the stored one), as a missing one is.
+      return jsRecord(state.leaderboards.write(id, ownerId, username || null, s, ss, meta, op, state.now()))
     },
     leaderboardRecordsList(id: string, ownerIds?: string[] | null, limit?: number, cursor?: string, overrideExpiry?: number) {
       const owners = ownerIds ?? []

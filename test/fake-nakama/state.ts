@@ -159,7 +159,8 @@ export class FakeState {
   remove(deletes: Array<{ collection: string; key: string; userId: string; version?: string }>): void {
     for (const d of deletes) {
       const old = this.read(d.collection, d.key, d.userId)
-      if (d.version && old && old.version !== d.version) throw new FakeError(3, 'Storage delete rejected - version check failed.')
+      // StorageDeleteObjects: with a version, no row deleted (gone, or another version) is a refusal.
+      if (d.version && (!old || old.version !== d.version)) throw new FakeError(3, 'Storage delete rejected - not found, version check failed, or permission denied.')
     }
     for (const d of deletes) this.storage.delete(this.#key(d.collection, d.key, d.userId))
   }

@@ -34,13 +34,15 @@ const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an intege
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
 // Entries only an account could have: `alice;bob` would admit no one, and start without a word.
-const ACCOUNT = '(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})?'
-const LIST = variable(Type.String({ pattern: commaList(ACCOUNT) }), 'a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas')
+// Ids as both backends write them, lower case: the gate compares ids exactly.
+const ACCOUNT = '(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})?'
+const LIST = variable(Type.String({ pattern: commaList(ACCOUNT) }), 'a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
 const PROXIES = variable(Type.String({ pattern: commaList('[0-9A-Fa-f.:/]*') }), 'a comma list of IP addresses or CIDR ranges')
 
-/** The value as a problem line may show it: secrets and keys are never echoed into logs. */
+/** The value as a problem line may show it: secrets and keys (a URL's password too) are never echoed into logs. */
 function shown(name: string, raw: string): string {
+  if (name === 'NAKAMA_URL' && raw.includes('@')) return '(a URL with a user name or password, not shown)'
   return /SECRET|KEY/.test(name) ? `(${raw.length} characters, not shown)` : JSON.stringify(raw.slice(0, 80))
 }
 

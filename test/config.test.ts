@@ -26,11 +26,12 @@ const BAD: [Record<string, string>, string][] = [
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: `${'a'.repeat(40)}, ${'b'.repeat(40)}` }, 'SESSION_SECRET: (82 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
-  [{ DEV_ACCESS_USERS: 'alice,bob smith' }, 'DEV_ACCESS_USERS: "alice,bob smith" is invalid; expected a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas'],
+  [{ DEV_ACCESS_USERS: 'alice,bob smith' }, 'DEV_ACCESS_USERS: "alice,bob smith" is invalid; expected a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas'],
   // Entries no account could have: another separator, a character no username takes.
-  ...['alice;bob', 'alice|bob', 'alice,b@b', 'al', '0f4618f9-2e9b-46ca-99f0-64c05cc7301'].map((value): [Record<string, string>, string] => [
+  // An upper-case id: the gate compares ids exactly, and both backends write them in lower case.
+  ...['alice;bob', 'alice|bob', 'alice,b@b', 'al', '0f4618f9-2e9b-46ca-99f0-64c05cc7301', '0F4618F9-2E9B-46CA-99F0-64C05CC7301D'].map((value): [Record<string, string>, string] => [
     { DEV_ACCESS_USERS: value },
-    `DEV_ACCESS_USERS: ${JSON.stringify(value)} is invalid; expected a comma list of user ids (UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas`,
+    `DEV_ACCESS_USERS: ${JSON.stringify(value)} is invalid; expected a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas`,
   ]),
   [{ TRUST_PROXY: '10.0.0.1 10.0.0.2' }, 'TRUST_PROXY: "10.0.0.1 10.0.0.2" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   [{ TRUST_PROXY: '10.0.0.0/99' }, 'TRUST_PROXY: "10.0.0.0/99" is invalid; expected a comma list of IP addresses or CIDR ranges'],
@@ -54,6 +55,9 @@ const BAD: [Record<string, string>, string][] = [
   // fetch refuses a URL with credentials: every Nakama call would fail. The password is not echoed.
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://user:pw@127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' },
     'NAKAMA_URL: (a URL with a user name or password, not shown) is invalid; expected an http(s) URL without credentials, such as http://127.0.0.1:7350 (the keys go in NAKAMA_SERVER_KEY and NAKAMA_HTTP_KEY)'],
+  // One that fails the URL pattern first (a trailing space an env file's quotes kept) is not echoed either.
+  [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://admin:s3cr3t-pw@127.0.0.1:7350 ', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' },
+    'NAKAMA_URL: (a URL with a user name or password, not shown) is invalid; expected an http(s) URL'],
 ]
 
 t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {

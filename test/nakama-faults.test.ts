@@ -191,3 +191,22 @@ t.test('the time-out covers the whole exchange: the retry, and a body that never
   fake.intercept = null
   t.ok(stalled < 650, `a body that never ends is cut off by the time-out (${stalled} ms)`)
 })
+
+t.test('a 429 at start-up is Nakama overloaded, not a wrong NAKAMA_URL: the platform starts, as for one out of reach', async (t) => {
+  fake.intercept = (_method, p) => (p === '/v2/account/authenticate/custom' ? answer(429, '{"code":8,"message":"Too many requests."}') : undefined)
+  t.teardown(() => void (fake.intercept = null))
+  const second = await startPlatform({ env })
+  t.teardown(() => second.stop())
+  t.match(second.logs.find((l) => l.event === 'platform.listening'), { backend: 'nakama' }, 'listening, not exit 2')
+  fake.intercept = null
+  t.equal((await new Client(second.url).post('/api/auth/guest')).status, 200, 'and serves once Nakama answers')
+})
+
+t.test('an ordinary logout logs no refusal: Nakama refusing its own logout of a token the module already logged out is expected', async (t) => {
+  const c = await guest()
+  t.equal((await c.get('/api/auth/backend-token')).status, 200)
+  const from = platform.logs.length
+  t.equal((await c.post('/api/auth/logout')).status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(platform.logs.slice(from).filter((l) => l.event === 'nakama.refused'), [], 'no nakama.refused line')
+})

@@ -194,10 +194,15 @@ export class NakamaClient {
     }
     // Aborted: the module gave up after its storage-version retries (contention); worth another try later.
     if (code === 10 && path.startsWith('/v2/rpc/')) throw backendUnavailable()
+    // ResourceExhausted: Nakama (or a proxy before it) overloaded, whatever was asked; logged, as an
+    // operator needs to know, and a plain 503 as for a Nakama out of reach (start-up goes on).
+    if (res.status === 429) {
+      this.#log({ event: 'nakama.refused', request, status: res.status, problem: message })
+      throw backendUnavailable()
+    }
     const refusal = new NakamaError(res.status, code, message)
-    // ResourceExhausted (429, Nakama or a proxy before it overloaded) and every refusal the caller
-    // does not map: logged, as an operator needs to know.
-    if (res.status !== 429 && code !== 0 && options.expected?.(refusal)) throw refusal
+    // Every refusal the caller does not map: logged, as an operator needs to know.
+    if (code !== 0 && options.expected?.(refusal)) throw refusal
     throw this.unexpected(request, res.status, message)
   }
 }

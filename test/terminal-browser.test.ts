@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import t from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { Client, freePort, runUsersOk, startPlatform, tempDir } from './helpers/platform.js'
@@ -46,15 +47,15 @@ t.teardown(async () => {
 })
 
 /** A browser page signed in as a fresh account (developer when `grant`). */
-async function signedIn(username: string, grant: boolean): Promise<Page> {
-  const client = new Client(origin, origin)
+async function signedIn(username: string, grant: boolean, at = origin): Promise<Page> {
+  const client = new Client(at, at)
   const res = await client.post('/api/auth/register', { username, password: 'correct horse battery' })
   if (res.status !== 200) throw new Error(`register: ${res.status}`)
   if (grant) {
     await runUsersOk({ DATA_DIR: dataDir }, 'grant', username, 'developer')
   }
   const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
-  await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: origin })))
+  await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: at })))
   return context.newPage()
 }
 
@@ -97,47 +98,82 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.context().close()
 })
 
-/** A developer's page at /dev/terminal on a slow platform: the ticket comes 800 ms after the page. */
-async function slowTicketPage(username: string): Promise<Page> {
-  const page = await signedIn(username, true)
+/** A developer's page at /dev/terminal on a slow platform: the ticket comes when the test releases it. */
+async function slowTicketPage(username: string, at = origin): Promise<{ page: Page; release: () => void }> {
+  const page = await signedIn(username, true, at)
+  // The ticket waits until the test has typed (release), however slow a loaded machine types.
+  let release = (): void => undefined
+  const released = new Promise<void>((resolve) => (release = resolve))
   await page.route('**/dev/terminal/ticket', async (route) => {
-    await new Promise((r) => setTimeout(r, 800))
+    await released
     await route.continue()
   })
-  await page.goto(`${origin}/dev/terminal`)
-  return page
+  await page.goto(`${at}/dev/terminal`)
+  return { page, release }
 }
 
 t.test('keys typed while the ticket and the connection are on their way reach the shell', async (t) => {
-  const page = await slowTicketPage('browser_early')
+  const { page, release } = await slowTicketPage('browser_early')
   // No click first: the terminal has the keyboard from the start.
   t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
   await page.keyboard.type('echo early-$((2+3))')
   await page.keyboard.press('Enter')
+  release()
   await waitForScreen(page, /early-5/)
   t.match(await screen(page), /early-5/, 'the whole line ran')
   await page.context().close()
 })
 
 t.test('a line longer than the kernel keeps in line mode (4,095 characters), typed before the shell, runs whole', async (t) => {
-  const page = await slowTicketPage('browser_early_long')
+  const { page, release } = await slowTicketPage('browser_early_long')
   // Sent at `created`, bash read it before readline left line mode: the line was cut at 4,095
   // characters and `echo HEAD-xxx…` ran without its end.
   await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
   await page.keyboard.press('Enter')
   t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
+  release()
   await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
   t.match(await screen(page), /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
   await page.context().close()
 })
 
+t.test('a login shell that prints before its prompt still gets a long early line whole, at the prompt', async (t) => {
+  // A profile's greeting, then a pause before bash starts: the first output is not the prompt.
+  const dir = mkdtempSync('/tmp/playfield-greeting-')
+  chmodSync(dir, 0o755)
+  const greeting = path.join(dir, 'greeting-shell')
+  writeFileSync(greeting, '#!/bin/bash\necho welcome-aboard\nsleep 0.05\nexec /bin/bash "$@"\n', { mode: 0o755 })
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const greetPort = await freePort()
+  const greetOrigin = `http://127.0.0.1:${greetPort}`
+  const greeter = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: greetOrigin, SHELL: greeting })
+  t.teardown(() => greeter.stop())
+  const platform2 = await startPlatform({ dataDir, env: { PORT: String(greetPort), PLATFORM_ORIGINS: greetOrigin, TERMINAL_PORT: String(greeter.port) } })
+  t.teardown(() => platform2.stop())
+  const { page, release } = await slowTicketPage('browser_greeted', greetOrigin)
+  await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
+  await page.keyboard.press('Enter')
+  release()
+  await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
+  const text = await screen(page)
+  // Scrolled off the screen by the long line's echo, into the scrollback.
+  const scrollback = await page.evaluate(() => {
+    const buffer = term.buffer.active
+    return Array.from({ length: buffer.length }, (_, i) => buffer.getLine(i)?.translateToString(true) ?? '').join('\n')
+  })
+  t.match(scrollback, /^welcome-aboard$/m, 'the greeting came first')
+  t.match(text, /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
+  await page.context().close()
+})
+
 t.test('keys typed before the shell past 65,536 units are not sent, nor those after them, and the page says so', async (t) => {
-  const page = await slowTicketPage('browser_early_over')
+  const { page, release } = await slowTicketPage('browser_early_over')
   await page.keyboard.type('echo kept-$((1+1))')
   await page.keyboard.press('Enter')
   await page.evaluate(() => term.paste('y'.repeat(70_000)))
   await page.keyboard.type('echo lost-$((2+2))')
   await page.keyboard.press('Enter')
+  release()
   await page.waitForFunction(() => /not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
   t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; typed before the shell was ready and not sent: at most 65536 characters wait for it$/, 'the status line says it')
   await page.keyboard.type('echo after-$((3+3))')
@@ -155,13 +191,12 @@ t.test('a status line that wraps takes its rows from the terminal: the screen st
   await page.setViewportSize({ width: 380, height: 390 })
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
-  // At the prompt: a paste before it waits for the shell, and one this long is not kept at all.
-  await waitForScreen(page, /\$/)
   const rowsBefore = await page.evaluate(() => term.rows)
   // A refused paste's status is long: the header wraps to more lines.
   await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
   await page.waitForFunction(() => /paste not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
-  await page.waitForTimeout(300)
+  // Refitted (the resize goes out with it) before the command that reads the size is typed.
+  await page.waitForFunction((before) => term.rows < before, rowsBefore, { timeout: 15_000 })
   await page.keyboard.type('clear; echo size=$(stty size | tr " " x)')
   await page.keyboard.press('Enter')
   await waitForScreen(page, /size=[0-9]+x[0-9]+/)
@@ -213,8 +248,6 @@ async function shellPage(username: string): Promise<{ page: Page; sizes: number[
   page.on('websocket', (ws) => ws.on('framesent', (frame) => sizes.push(Buffer.byteLength(String(frame.payload)))))
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
-  // The prompt: until it shows, what is typed or pasted waits for the shell in the page.
-  await waitForScreen(page, /\$/)
   return { page, sizes }
 }
 

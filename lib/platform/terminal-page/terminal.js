@@ -15,10 +15,15 @@ const MAX_SIZE = 1000
 /** Keystrokes typed while the shell is on its way (ticket, connection, create) wait for it, up to this many UTF-16 units. */
 const MAX_EARLY_INPUT = 64 * 1024
 /**
- * They go to the shell with its first output, its prompt: a shell reading with readline has then
- * left the terminal's line mode, where the kernel keeps at most 4,095 characters of a line and
- * the cut line would run without its end. A shell that prints nothing gets them after this long.
+ * They go to the shell with its first output (its prompt), as typing ahead in any terminal: the
+ * shell may still be in the terminal's line mode, which takes lines up to LINE_MODE_MAX bytes and
+ * cuts a longer one, which would then run without its end. Keys holding a longer line wait for
+ * the prompt itself, taken to be there once the shell's output has been quiet for PROMPT_QUIET_MS
+ * (a login shell's profile may print before it): readline has left line mode when it prints the
+ * prompt. A shell that prints nothing gets them PROMPT_WAIT_MS after it started.
  */
+const LINE_MODE_MAX = 4095
+const PROMPT_QUIET_MS = 300
 const PROMPT_WAIT_MS = 2000
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
@@ -102,8 +107,10 @@ let shellRunning = false
 let shellPid = null
 /** A shell is on its way (a ticket, the connection, a create out): keystrokes wait in earlyInput. */
 let creating = false
-/** The shell has started but printed nothing yet: keystrokes still wait (PROMPT_WAIT_MS). */
+/** The shell has started but is not at its prompt yet: keystrokes still wait (PROMPT_WAIT_MS). */
 let awaitingPrompt = null
+/** While awaiting the prompt, the timer that takes quiet output as the prompt (PROMPT_QUIET_MS). */
+let quietOutput = null
 let earlyInput = ''
 /** Why keys typed before the shell were not kept (past MAX_EARLY_INPUT), said once the shell is there. */
 let earlyDropped = ''
@@ -169,6 +176,7 @@ function sendInput(data) {
 function noShell() {
   creating = false
   clearTimeout(awaitingPrompt)
+  clearTimeout(quietOutput)
   awaitingPrompt = null
   earlyInput = ''
   earlyDropped = ''
@@ -183,10 +191,17 @@ function keepEarly(data) {
   else earlyDropped = `typed before the shell was ready and not sent: at most ${MAX_EARLY_INPUT} characters wait for it`
 }
 
-/** The shell printed its prompt (or PROMPT_WAIT_MS passed): what was typed for it goes out. */
+/** Whether `text` has a line the terminal's line mode would cut (LINE_MODE_MAX bytes of UTF-8). */
+function holdsLongLine(text) {
+  return text.split(/[\r\n]/).some((line) => line.length * 3 > LINE_MODE_MAX && utf8.encode(line).length > LINE_MODE_MAX)
+}
+
+/** The shell is ready for what was typed (or PROMPT_WAIT_MS passed): it goes out. */
 function shellReady() {
   clearTimeout(awaitingPrompt)
+  clearTimeout(quietOutput)
   awaitingPrompt = null
+  setStatus(`connected: shell ${shellPid}`)
   sendInput(earlyInput)
   earlyInput = ''
   if (earlyDropped) refused(earlyDropped)
@@ -243,12 +258,17 @@ async function connect() {
       // The ack tells the bridge what is on screen, so a flood never runs far ahead of the page.
       const size = frame.data.length
       term.write(frame.data, () => send({ type: 'ack', bytes: size }))
-      if (awaitingPrompt !== null) shellReady()
+      if (awaitingPrompt !== null && !holdsLongLine(earlyInput)) shellReady()
+      else if (awaitingPrompt !== null) {
+        clearTimeout(quietOutput)
+        quietOutput = setTimeout(shellReady, PROMPT_QUIET_MS)
+      }
     } else if (frame.type === 'created') {
       shellRunning = true
       shellPid = frame.pid
       creating = false
-      setStatus(`connected: shell ${frame.pid}`)
+      // "connected: shell N" once it is at its prompt (shellReady): keys typed until then wait.
+      setStatus(`connected: starting shell ${frame.pid}…`)
       // The window may have changed while the shell started; keys typed wait for its prompt.
       sendSize()
       awaitingPrompt = setTimeout(shellReady, PROMPT_WAIT_MS)

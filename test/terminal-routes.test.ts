@@ -252,10 +252,10 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
   const other = new Client(listed.url, ORIGIN)
   await other.post('/api/auth/guest')
   t.equal((await other.get('/dev/terminal')).status, 403, 'not listed')
-  const upper = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: session.user.id.toUpperCase() } })
-  t.teardown(() => upper.stop())
-  ;(byId as { base: string }).base = upper.url
-  t.equal((await byId.get('/dev/terminal')).status, session.user.id === session.user.id.toUpperCase() ? 200 : 403, 'ids match exactly')
+  // Ids match exactly, and are lower case: an upper-case one, which would admit no one, stops the platform.
+  const upper = session.user.id.toUpperCase()
+  const refused = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: upper } }).then(() => new Error('started'), (err: Error) => err)
+  t.equal(refused.message, `process exited (2) before ready: config: DEV_ACCESS_USERS: ${JSON.stringify(upper)} is invalid; expected a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas\n`, 'an upper-case id is a configuration error')
   const all = await startPlatform({ dataDir, env: { DEV_ACCESS_ALL: 'true' } })
   t.teardown(() => all.stop())
   ;(other as { base: string }).base = all.url

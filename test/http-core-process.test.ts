@@ -73,12 +73,18 @@ function slowRequest(port: number, body: string, connection = 'close'): { respon
   return { response, finish: () => socket.write(body.slice(half)) }
 }
 
-t.test('SIGTERM with a slow request in flight: the request is finished, then the process exits 0', async (t) => {
+/** A platform sent SIGTERM while a login's body is half sent; `mark` is where its log stood just before. */
+async function sigtermDuringLogin(connection = 'close') {
   const platform = await startPlatform()
-  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
+  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), connection)
   await new Promise((r) => setTimeout(r, 300))
   const mark = platform.logs.length
   platform.child.kill('SIGTERM')
+  return { platform, slow, mark }
+}
+
+t.test('SIGTERM with a slow request in flight: the request is finished, then the process exits 0', async (t) => {
+  const { platform, slow, mark } = await sigtermDuringLogin()
   await waitForLog(platform.logs, 'platform.stopping', mark)
   t.equal(platform.child.exitCode, null, 'still running while the request is in flight')
   await t.rejects(rawRequest(platform.url, 'GET', '/api/games'), 'new connections are refused')
@@ -91,11 +97,7 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
 })
 
 t.test('SIGTERM with a request that never completes: cut when the grace runs out, logged as 499, then the process exits 0', async (t) => {
-  const platform = await startPlatform()
-  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
-  await new Promise((r) => setTimeout(r, 300))
-  const mark = platform.logs.length
-  platform.child.kill('SIGTERM')
+  const { platform, slow, mark } = await sigtermDuringLogin()
   const response = await slow.response
   t.equal(response, '', 'cut without an answer')
   t.strictSame(await platform.exited, { code: 0, signal: null })
@@ -104,11 +106,7 @@ t.test('SIGTERM with a request that never completes: cut when the grace runs out
 })
 
 t.test('SIGTERM with a keep-alive request in flight: the connection ends once it is answered, not at the keep-alive time-out', async (t) => {
-  const platform = await startPlatform()
-  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), 'keep-alive')
-  await new Promise((r) => setTimeout(r, 300))
-  const mark = platform.logs.length
-  platform.child.kill('SIGTERM')
+  const { platform, slow, mark } = await sigtermDuringLogin('keep-alive')
   await waitForLog(platform.logs, 'platform.stopping', mark)
   slow.finish()
   const finished = Date.now()

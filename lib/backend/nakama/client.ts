@@ -136,8 +136,13 @@ export class NakamaClient {
 
   /** Log an answer the platform cannot use, naming the call and its status, and give the 503 it becomes. */
   unexpected(request: string, status: number, problem: string): NakamaUnexpected {
-    this.#log({ event: 'nakama.refused', request, status, problem })
+    this.#refused(request, status, problem)
     return new NakamaUnexpected(request, status, problem)
+  }
+
+  /** The `nakama.refused` line: an answer an operator needs to know of (no keys or tokens in it). */
+  #refused(request: string, status: number, problem: string): void {
+    this.#log({ event: 'nakama.refused', request, status, problem })
   }
 
   /**
@@ -147,7 +152,7 @@ export class NakamaClient {
    */
   #unwrap(err: unknown, method: string, path: string): unknown {
     if (!(err instanceof Retryable)) return err
-    if (err.status) this.#log({ event: 'nakama.refused', request: `${method} ${path}`, status: err.status, problem: 'failed on its side' })
+    if (err.status) this.#refused(`${method} ${path}`, err.status, 'failed on its side')
     return backendUnavailable()
   }
 
@@ -197,7 +202,7 @@ export class NakamaClient {
     // ResourceExhausted: Nakama (or a proxy before it) overloaded, whatever was asked; logged, as an
     // operator needs to know, and a plain 503 as for a Nakama out of reach (start-up goes on).
     if (res.status === 429) {
-      this.#log({ event: 'nakama.refused', request, status: res.status, problem: message })
+      this.#refused(request, res.status, message)
       throw backendUnavailable()
     }
     const refusal = new NakamaError(res.status, code, message)

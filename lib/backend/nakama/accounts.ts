@@ -7,7 +7,8 @@ import type { TSchema } from '../../typebox.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
 import { decodeClaims, noSession, toBackendSession, type Claims } from './claims.js'
 import { AccountAnswer, AccountsAnswer, AnyAnswer, RenameAnswer, RoleAnswer, SessionAnswer, TimesAnswer } from './answers.js'
-import { backendUnavailable, NakamaError, type NakamaClient, type RequestOptions } from './client.js'
+import type { NakamaClient, RequestOptions } from './client.js'
+import { backendUnavailable, NakamaError } from './errors.js'
 import { Revocations } from './revocations.js'
 
 /** Synthetic e-mail domain: Nakama's username+password sign-in needs an e-mail account behind it. */

@@ -3,7 +3,8 @@ import { ConfigError } from '../../config-error.js'
 import type { NakamaConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
 import { AccountAnswer, SessionAnswer } from './answers.js'
-import { NakamaError, NakamaMisconfigured, NakamaUnexpected, type NakamaClient } from './client.js'
+import type { NakamaClient } from './client.js'
+import { NakamaError, NakamaMisconfigured, NakamaUnexpected } from './errors.js'
 
 /** The nil user: Nakama's system user, never a player; the check needs only that the module answers an account (or null). */
 const NIL_USER = '00000000-0000-0000-0000-000000000000'

@@ -251,6 +251,29 @@ t.test('an upgrade read after SIGTERM gets 101 and the 1001 close, and no shell:
   t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && l.pid === null).length, 4, 'the late ones without a PTY')
 })
 
+// A session whose shell is gone (a `kill`, its own exit, or a closed socket) is still being ended
+// for 2 s: its jobs that shrug off SIGHUP wait for the SIGKILL. The bridge exited without waiting
+// for that, and such a job outlived it for good.
+for (const ending of ['kill', 'close'] as const) {
+  t.test(`SIGTERM during the kill grace of a session ended by ${ending} still ends its jobs before the bridge exits`, async (t) => {
+    const bridge = await startBridge()
+    const a = await shell(bridge.port)
+    // Redirected, the job does not hold the PTY: the shell's `exit` comes before the job is gone.
+    const job = Number((await a.run("(trap '' HUP; exec sleep 1004 </dev/null >/dev/null 2>&1) & echo $!")).trim().split(/\s+/).pop())
+    t.ok(alive(job), 'the job runs')
+    if (ending === 'kill') {
+      a.send({ type: 'kill' })
+      await a.frame('exit')
+    } else {
+      a.ws.close()
+      await a.whenClosed()
+    }
+    t.ok(alive(job), 'the job is still in its grace')
+    t.same(await bridge.stop('SIGTERM'), { code: 0, signal: null })
+    t.notOk(alive(job), 'the job ended with the bridge')
+  })
+}
+
 // SIGHUP too: the terminal that ran `npm start` closing sends it to the whole process group, and
 // a shell may send it to the bridge (the same account); by default it ended the bridge at once,
 // every client saw 1006, and a nohup job outlived it.

@@ -45,6 +45,15 @@ t.test('GET / is the health payload; other paths 404', async (t) => {
   t.equal(post.headers.get('allow'), 'GET, HEAD')
 })
 
+t.test('GET / asking for an upgrade the bridge does not offer (h2c: curl --http2) is the health payload, not a refused terminal', async (t) => {
+  const logged = bridge.logs.length
+  const answer = await rawExchange(bridge.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA')
+  t.match(answer, /^HTTP\/1\.1 200 /)
+  t.match(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { status: 'ok', max: 8 })
+  await new Promise((r) => setTimeout(r, 50))
+  t.same(bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused'), [], 'no refusal logged')
+})
+
 t.test('odd targets never end the bridge: `//[/` is a path (404), a target no URL can be made of 400', async (t) => {
   // nginx passes /terminal-ws/\[/ on as `/\[/`; new URL against a base read that as the bad host `[`.
   const cases: [string, number, Record<string, string>][] = [

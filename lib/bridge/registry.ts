@@ -4,6 +4,12 @@ import { Terminal, type TerminalEvents } from './terminal.js'
 /** The live PTYs of this bridge, by pid: spawn, count, and end them all at shutdown. */
 export class Registry {
   readonly #terminals = new Map<number, Terminal>()
+  /**
+   * Sessions still being ended after their shell left the registry (it exited, or its client is
+   * gone): their jobs that ignore SIGHUP wait up to 2 s for the SIGKILL, which a bridge exiting
+   * meanwhile would never send (CONTRACT §6: SIGTERM ends every shell, its jobs included).
+   */
+  readonly #ending = new Set<Promise<void>>()
   readonly #account: ShellAccount
   readonly #shell: string
   /** Set by disposeAll: the bridge is stopping, and no shell starts any more. */
@@ -21,6 +27,7 @@ export class Registry {
       output: events.output,
       exit: (code, signal) => {
         this.#terminals.delete(terminal.pid)
+        this.#track(terminal.end())
         events.exit(code, signal)
       },
     })
@@ -31,7 +38,7 @@ export class Registry {
   /** Dispose of one terminal (its client is gone) and forget it. */
   dispose(terminal: Terminal): Promise<void> {
     this.#terminals.delete(terminal.pid)
-    return terminal.dispose()
+    return this.#track(terminal.dispose())
   }
 
   /** Live PTYs now. */
@@ -39,9 +46,17 @@ export class Registry {
     return this.#terminals.size
   }
 
-  /** Dispose of every terminal; resolves when every session is ended. */
+  /** Dispose of every terminal; resolves when every session is ended, those ending already included. */
   async disposeAll(): Promise<void> {
     this.#closed = true
-    await Promise.all([...this.#terminals.values()].map((terminal) => this.dispose(terminal)))
+    for (const terminal of this.#terminals.values()) void this.dispose(terminal)
+    await Promise.all(this.#ending)
+  }
+
+  /** Hold `ending` until it settles, for disposeAll. */
+  #track(ending: Promise<void>): Promise<void> {
+    this.#ending.add(ending)
+    void ending.then(() => this.#ending.delete(ending))
+    return ending
   }
 }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
+import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
 import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
@@ -134,6 +135,9 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     const claims = verifyTicket(ticketKeys, query < 0 ? '' : new URLSearchParams(target.slice(query + 1)).get('ticket') ?? '', now)
     const fresh = claims !== null && spent.spend(claims, now)
     if (!parseTarget(target)) return deny(400, 'the request target is not a valid URL', claims?.username)
+    // RFC 9110 §7.8: an upgrade the bridge does not offer, away from /ws (h2c, which `curl --http2`
+    // asks for), is ignored and the request served as the plain one it also is: health, not a 404.
+    if (req.headers.upgrade?.toLowerCase() !== 'websocket' && target.split('?', 1)[0] !== '/ws') return reinject(server, req, socket, head)
     // Only `/ws` as written: not a path that URL parsing would make it (`/./ws`, `/x/../ws`).
     if (target.split('?', 1)[0] !== '/ws') return deny(404, 'not found', claims?.username)
     if (!claims) return deny(401, 'missing, invalid or expired ticket')

@@ -55,12 +55,17 @@ export interface Statements {
   upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>
   /** A first record of the owner in the period: leaderboard, expiry, owner, username, score, subscore, metadata, now, now. */
   insertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number]>
-  /** A changed record: username, score, subscore, metadata (kept when null), now, leaderboard, expiry, owner. */
-  updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string]>
+  /**
+   * A changed record: username, score, subscore, metadata (kept when null), now, leaderboard,
+   * expiry, owner, and the score and subscore the write was decided on (no row changes otherwise).
+   */
+  updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string, number, number]>
   /** The owner's name in every record, of every board and period (a rename): username, owner. */
   renameOwner: Database.Statement<[string, string]>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriod: Database.Statement<[string, number]>
+  /** Changes when another connection (another process) commits to the file; not for this one's own commits. */
+  dataVersion: Database.Statement<[], number>
 }
 
 /** Prepare the store's statements on an opened, migrated database. */
@@ -84,12 +89,13 @@ export function prepareStatements(db: Database.Database): Statements {
     updateRecord: db.prepare(
       `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = ?
-       WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?`,
+       WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ? AND score = ? AND subscore = ?`,
     ),
     insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),
     // Aliased to the index's field names, so each row object is an entry as it is (no copy per row).
     selectPeriod: db.prepare<[string, number]>(
       'SELECT owner_id AS ownerId, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?',
     ),
+    dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
   }
 }

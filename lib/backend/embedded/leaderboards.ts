@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import type { Migration } from './db.js'
+import { HttpError } from '../../http/errors.js'
 import { leaderboardNotFound, overflow } from '../refusals.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
 import { RankIndex } from './rank-index.js'
@@ -26,6 +27,11 @@ interface Board {
   period: Period | null
 }
 
+/** A record another process changed after this one decided a write on it: decide it again. */
+class StaleRecord extends Error {}
+/** Decisions of one write before it answers 503: each lost race means another process wrote it. */
+const MAX_TRIES = 5
+
 /**
  * Leaderboards on SQLite with an in-memory rank index per board period, filled from the database
  * when a period is first served and kept in step with every write (never a COUNT(*) per request).
@@ -38,6 +44,8 @@ export class LeaderboardStore implements LeaderboardPart {
   readonly #uncommitted = new Map<string, Promise<void>>()
 
   readonly #currentName: (ownerId: string) => string | undefined
+  /** The file's data_version when memory last matched it: another process's commit changes it. */
+  #version: number
 
   /**
    * `currentName` gives an owner's display name now: a record carries the name of the account when
@@ -47,6 +55,7 @@ export class LeaderboardStore implements LeaderboardPart {
   constructor(readonly db: Database.Database, currentName: (ownerId: string) => string | undefined = () => undefined) {
     this.#currentName = currentName
     this.#sql = prepareStatements(db)
+    this.#version = this.#sql.dataVersion.get()!
     // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
     this.#commits = new GroupCommit(db, () => {
       for (const board of this.#boards.values()) board.period = null
@@ -91,8 +100,25 @@ export class LeaderboardStore implements LeaderboardPart {
     for (const board of boards.values()) this.#period(board, now)
   }
 
-  /** Write with the board's operator (Nakama semantics); committed before it resolves. */
+  /**
+   * Write with the board's operator (Nakama semantics); committed before it resolves. Another
+   * process on the file may change the record between the decision and the commit: the commit
+   * then changes nothing (the UPDATE asks for the scores decided on, the INSERT for no row) and the
+   * write is decided again on what the file holds.
+   */
   async writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.#write(write, now)
+      } catch (err) {
+        if (!(err instanceof StaleRecord)) throw err
+        if (tries >= MAX_TRIES) throw new HttpError(503, 'BACKEND_UNAVAILABLE', 'the record keeps changing; try again shortly')
+      }
+    }
+  }
+
+  async #write(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
+    this.#follow()
     const board = this.#board(write.leaderboardId)
     const period = this.#period(board, now)
     const old = period.index.get(write.ownerId)
@@ -117,10 +143,20 @@ export class LeaderboardStore implements LeaderboardPart {
     const { expiry } = period
     const metadata = write.metadata ?? null
     const { insertRecord, updateRecord } = this.#sql
+    const was = old && { score: old.score, subscore: old.subscore }
     const committed = this.#commits.submit(
-      old
-        ? () => updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId)
-        : () => insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now),
+      was
+        ? () => {
+            const { changes } = updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId, was.score, was.subscore)
+            if (changes !== 1) throw new StaleRecord()
+          }
+        : () => {
+            try {
+              insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now)
+            } catch (err) {
+              throw (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ? new StaleRecord() : err
+            }
+          },
       key,
     )
     this.#uncommitted.set(key, committed)
@@ -152,6 +188,7 @@ export class LeaderboardStore implements LeaderboardPart {
 
   /** A page of the current period in rank order from the cursor, and the caller's own record. */
   async listRecords(query: RecordQuery, now: number): Promise<RecordPage> {
+    this.#follow()
     const board = this.#board(query.leaderboardId)
     const period = this.#period(board, now)
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry)
@@ -167,6 +204,14 @@ export class LeaderboardStore implements LeaderboardPart {
   /** Commit queued writes at once (before the database closes). */
   flush(): void {
     this.#commits.flush()
+  }
+
+  /** Another process committed to the file since memory matched it: every period is read again. */
+  #follow(): void {
+    const version = this.#sql.dataVersion.get()!
+    if (version === this.#version) return
+    this.#version = version
+    for (const board of this.#boards.values()) board.period = null
   }
 
   #board(id: string): Board {

@@ -191,11 +191,11 @@ export class LeaderboardStore implements LeaderboardPart {
     this.#follow()
     const board = this.#board(query.leaderboardId)
     const period = this.#period(board, now)
-    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry)
+    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry, board.config.sortOrder)
     const { entries, more } = period.index.page(after, query.limit)
     const records = entries.map(({ key, rank }) => toRecord(board.config.id, key, rank))
     const last = entries[entries.length - 1]?.key
-    const nextCursor = more && last ? encodeCursor({ leaderboardId: board.config.id, expiry: period.expiry, ...last }) : null
+    const nextCursor = more && last ? encodeCursor({ leaderboardId: board.config.id, expiry: period.expiry, sortOrder: board.config.sortOrder, ...last }) : null
     const own = query.ownerId === undefined ? undefined : period.index.get(query.ownerId)
     const ownRecord = own ? toRecord(board.config.id, own, period.index.rank(own.ownerId)) : null
     return { records, nextCursor, ownRecord }

@@ -1,4 +1,6 @@
 import type Database from 'better-sqlite3'
+import type { LeaderboardRecord } from '../backend.js'
+import type { Scores } from '../../leaderboard.js'
 
 /**
  * Tables of migration 200. Records are keyed by (leaderboard, expiry, owner) as Nakama keys them,
@@ -98,4 +100,41 @@ export function prepareStatements(db: Database.Database): Statements {
     ),
     dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
   }
+}
+
+/** A record another process changed after this one decided a write on it: decide it again. */
+export class StaleRecord extends Error {}
+
+/** A decided write: the record after it, and the scores it was decided on (none for a first record). */
+interface DecidedWrite {
+  id: string
+  expiry: number
+  entry: RecordEntry
+  was: Scores | undefined
+  metadata: string | null
+  now: number
+}
+
+/**
+ * Store a decided write: an UPDATE of the row only while it holds the scores decided on, or an
+ * INSERT of a row that must not exist yet; StaleRecord when another process wrote it meanwhile.
+ * The name is read from the entry when the statement runs: a rename may have come in between.
+ */
+export function storeRecord(sql: Statements, w: DecidedWrite): void {
+  const { id, expiry, entry, was, metadata, now } = w
+  if (was) {
+    const { changes } = sql.updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId, was.score, was.subscore)
+    if (changes !== 1) throw new StaleRecord()
+    return
+  }
+  try {
+    sql.insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now)
+  } catch (err) {
+    throw (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ? new StaleRecord() : err
+  }
+}
+
+/** A record as the API answers it (spec 2.5). */
+export function toRecord(leaderboardId: string, entry: RecordEntry, rank: number): LeaderboardRecord {
+  return { leaderboard_id: leaderboardId, owner_id: entry.ownerId, username: entry.username, score: entry.score, subscore: entry.subscore, rank }
 }

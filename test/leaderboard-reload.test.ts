@@ -84,3 +84,34 @@ t.test('a reload whose boards the database cannot take at once (another process 
   const written = await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-late', score: 3 })
   t.match(await written.json(), { success: true, record: { leaderboard_id: 'fx-late', score: 3, rank: 1 } })
 })
+
+t.test('a cursor from before a reload reversed the board\'s order is 400, not a page that repeats records', async (t) => {
+  const manifests = tempDir()
+  cpSync(FIXTURES, manifests, { recursive: true })
+  const platform = await startPlatform({ env: { MANIFESTS_DIR: manifests } })
+  t.teardown(() => platform.stop())
+  for (const score of [10, 20, 30]) {
+    const client = new Client(platform.url)
+    await client.post('/api/auth/guest')
+    t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score })).status, 200)
+  }
+  const anon = new Client(platform.url)
+  const first = (await (await anon.get('/api/leaderboards/fx-best-desc?limit=1')).json()) as { records: { score: number }[]; nextCursor: string }
+  t.same(first.records.map((r) => r.score), [30], 'the first page, descending')
+
+  const file = path.join(manifests, 'fixture-boards.json')
+  const game = JSON.parse(readFileSync(file, 'utf8'))
+  game.leaderboards.configs['fx-best-desc'].sortOrder = 'asc'
+  writeFileSync(file, JSON.stringify(game))
+  platform.child.kill('SIGHUP')
+  const ascending = async () => ((await (await anon.get('/api/leaderboards/fx-best-desc')).json()) as { records: { score: number }[] }).records.map((r) => r.score)
+  t.ok(await until(async () => (await ascending())[0] === 10), 'the board is ascending now')
+
+  const res = await anon.get(`/api/leaderboards/fx-best-desc?limit=1&cursor=${first.nextCursor}`)
+  t.equal(res.status, 400)
+  t.strictSame(await res.json(), {
+    error: 'cursor belongs to another sort order of the leaderboard',
+    code: 'VALIDATION_FAILED',
+    details: [{ path: '/cursor', message: 'cursor belongs to another sort order of the leaderboard' }],
+  })
+})

@@ -1,4 +1,6 @@
 import type Database from 'better-sqlite3'
+import type { LeaderboardRecord } from '../backend.js'
+import type { Scores } from '../../leaderboard.js'
 
 /**
  * Tables of migration 200. Records are keyed by (leaderboard, expiry, owner) as Nakama keys them,
@@ -55,12 +57,17 @@ export interface Statements {
   upsertBoard: Database.Statement<[string, string, string, string | null, number, number]>
   /** A first record of the owner in the period: leaderboard, expiry, owner, username, score, subscore, metadata, now, now. */
   insertRecord: Database.Statement<[string, number, string, string, number, number, string | null, number, number]>
-  /** A changed record: username, score, subscore, metadata (kept when null), now, leaderboard, expiry, owner. */
-  updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string]>
+  /**
+   * A changed record: username, score, subscore, metadata (kept when null), now, leaderboard,
+   * expiry, owner, and the score and subscore the write was decided on (no row changes otherwise).
+   */
+  updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string, number, number]>
   /** The owner's name in every record, of every board and period (a rename): username, owner. */
   renameOwner: Database.Statement<[string, string]>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriod: Database.Statement<[string, number]>
+  /** Changes when another connection (another process) commits to the file; not for this one's own commits. */
+  dataVersion: Database.Statement<[], number>
 }
 
 /** Prepare the store's statements on an opened, migrated database. */
@@ -84,12 +91,50 @@ export function prepareStatements(db: Database.Database): Statements {
     updateRecord: db.prepare(
       `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = ?
-       WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ?`,
+       WHERE leaderboard_id = ? AND expiry = ? AND owner_id = ? AND score = ? AND subscore = ?`,
     ),
     insertLaunch: db.prepare('INSERT INTO launches (session_id, game_id, user_id, launched_at) VALUES (?, ?, ?, ?)'),
     // Aliased to the index's field names, so each row object is an entry as it is (no copy per row).
     selectPeriod: db.prepare<[string, number]>(
       'SELECT owner_id AS ownerId, username, score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND expiry = ?',
     ),
+    dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
   }
+}
+
+/** A record another process changed after this one decided a write on it: decide it again. */
+export class StaleRecord extends Error {}
+
+/** A decided write: the record after it, and the scores it was decided on (none for a first record). */
+interface DecidedWrite {
+  id: string
+  expiry: number
+  entry: RecordEntry
+  was: Scores | undefined
+  metadata: string | null
+  now: number
+}
+
+/**
+ * Store a decided write: an UPDATE of the row only while it holds the scores decided on, or an
+ * INSERT of a row that must not exist yet; StaleRecord when another process wrote it meanwhile.
+ * The name is read from the entry when the statement runs: a rename may have come in between.
+ */
+export function storeRecord(sql: Statements, w: DecidedWrite): void {
+  const { id, expiry, entry, was, metadata, now } = w
+  if (was) {
+    const { changes } = sql.updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId, was.score, was.subscore)
+    if (changes !== 1) throw new StaleRecord()
+    return
+  }
+  try {
+    sql.insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now)
+  } catch (err) {
+    throw (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ? new StaleRecord() : err
+  }
+}
+
+/** A record as the API answers it (spec 2.5). */
+export function toRecord(leaderboardId: string, entry: RecordEntry, rank: number): LeaderboardRecord {
+  return { leaderboard_id: leaderboardId, owner_id: entry.ownerId, username: entry.username, score: entry.score, subscore: entry.subscore, rank }
 }

@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3'
 import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
-import type { Migration } from './db.js'
+import { unavailableIfBusy, type Migration } from './db.js'
 import { leaderboardNotFound, overflow } from '../refusals.js'
 import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
 import { RankIndex } from './rank-index.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
-import { LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
+import { LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, StaleRecord, storeRecord, toRecord, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
 export const LEADERBOARD_MIGRATIONS: Migration[] = [
@@ -26,6 +26,9 @@ interface Board {
   period: Period | null
 }
 
+/** Tries of a write decided on memory; each lost race means another process wrote the record. */
+const MAX_TRIES = 3
+
 /**
  * Leaderboards on SQLite with an in-memory rank index per board period, filled from the database
  * when a period is first served and kept in step with every write (never a COUNT(*) per request).
@@ -38,6 +41,8 @@ export class LeaderboardStore implements LeaderboardPart {
   readonly #uncommitted = new Map<string, Promise<void>>()
 
   readonly #currentName: (ownerId: string) => string | undefined
+  /** The file's data_version when memory last matched it: another process's commit changes it. */
+  #version: number
 
   /**
    * `currentName` gives an owner's display name now: a record carries the name of the account when
@@ -47,10 +52,9 @@ export class LeaderboardStore implements LeaderboardPart {
   constructor(readonly db: Database.Database, currentName: (ownerId: string) => string | undefined = () => undefined) {
     this.#currentName = currentName
     this.#sql = prepareStatements(db)
+    this.#version = this.#sql.dataVersion.get()!
     // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
-    this.#commits = new GroupCommit(db, () => {
-      for (const board of this.#boards.values()) board.period = null
-    })
+    this.#commits = new GroupCommit(db, () => this.#forget())
   }
 
   /** Record a launched game session (committed before it resolves). */
@@ -91,45 +95,76 @@ export class LeaderboardStore implements LeaderboardPart {
     for (const board of boards.values()) this.#period(board, now)
   }
 
-  /** Write with the board's operator (Nakama semantics); committed before it resolves. */
+  /**
+   * Write with the board's operator (Nakama semantics); committed before it resolves. When another
+   * process wrote the record between decision and commit, the commit changes nothing (storeRecord)
+   * and the write is decided again; after MAX_TRIES such races, in one transaction of its own.
+   */
   async writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
-    const board = this.#board(write.leaderboardId)
-    const period = this.#period(board, now)
-    const old = period.index.get(write.ownerId)
-    const next = applyOperator(old, write, board.config.operator, board.config.sortOrder)
-    const key = `${board.config.id}\0${write.ownerId}`
-    if (!next) {
-      // Nothing to write, but what memory holds may be a write still on its way to the disk: the
-      // answer waits for it, and fails with it (a record never stored is never confirmed). Its rank
-      // is the one now: a later write of the same owner may be in the index by then.
-      const rank = period.index.rank(old!.ownerId)
+    for (let tries = 1; tries < MAX_TRIES; tries++) {
+      try {
+        return await this.#write(write, now)
+      } catch (err) {
+        if (!(err instanceof StaleRecord)) throw err
+      }
+    }
+    return this.#writeAlone(write, now)
+  }
+
+  async #write(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
+    const { record, key, store } = this.#decide(write, now)
+    if (!store) {
+      // Nothing to write, but memory may hold a write still on its way to the disk: the answer waits
+      // for it and fails with it (a record never stored is never confirmed), with the rank of now.
       const pending = this.#uncommitted.get(key)
       if (pending) await pending
-      return toRecord(board.config.id, old!, rank)
+      return record
     }
-    if (next.score > MAX_SCORE) throw overflow('score')
-    if (next.subscore > MAX_SCORE) throw overflow('subscore')
-    const username = this.#currentName(write.ownerId) ?? write.username
-    const entry: Entry = { ownerId: write.ownerId, username, score: next.score, subscore: next.subscore }
-    // Memory first, so a second write of this owner in the same turn builds on this one.
-    const rank = period.index.set(entry)
-    const { id } = board.config
-    const { expiry } = period
-    const metadata = write.metadata ?? null
-    const { insertRecord, updateRecord } = this.#sql
-    const committed = this.#commits.submit(
-      old
-        ? () => updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId)
-        : () => insertRecord.run(id, expiry, entry.ownerId, entry.username, entry.score, entry.subscore, metadata, now, now),
-      key,
-    )
+    const committed = this.#commits.submit(store, key)
     this.#uncommitted.set(key, committed)
     try {
       await committed
     } finally {
       if (this.#uncommitted.get(key) === committed) this.#uncommitted.delete(key)
     }
-    return toRecord(board.config.id, entry, rank)
+    return record
+  }
+
+  /** Decide and store in one IMMEDIATE transaction: no other process can write in between. */
+  #writeAlone(write: RecordWrite, now: number): LeaderboardRecord {
+    // This process's queued writes first, so the decision sees them and nothing waits on them.
+    this.#commits.flush()
+    try {
+      return this.db.transaction(() => {
+        const { record, store } = this.#decide(write, now)
+        store?.()
+        return record
+      }).immediate()
+    } catch (err) {
+      this.#forget() // the index took the write before the transaction failed
+      throw unavailableIfBusy(err)
+    }
+  }
+
+  /** The record a write answers and how to store it (null: no change), decided on memory made to match the file. */
+  #decide(write: RecordWrite, now: number): { record: LeaderboardRecord; key: string; store: (() => void) | null } {
+    this.#follow()
+    const board = this.#board(write.leaderboardId)
+    const { id, operator, sortOrder } = board.config
+    const period = this.#period(board, now)
+    const old = period.index.get(write.ownerId)
+    const next = applyOperator(old, write, operator, sortOrder)
+    const key = `${id}\0${write.ownerId}`
+    if (!next) return { record: toRecord(id, old!, period.index.rank(old!.ownerId)), key, store: null }
+    if (next.score > MAX_SCORE) throw overflow('score')
+    if (next.subscore > MAX_SCORE) throw overflow('subscore')
+    const username = this.#currentName(write.ownerId) ?? write.username
+    const entry: Entry = { ownerId: write.ownerId, username, score: next.score, subscore: next.subscore }
+    const was = old && { score: old.score, subscore: old.subscore }
+    const rank = period.index.set(entry) // memory first: a second write of the owner this turn builds on it
+    const { expiry } = period
+    const metadata = write.metadata ?? null
+    return { record: toRecord(id, entry, rank), key, store: () => storeRecord(this.#sql, { id, expiry, entry, was, metadata, now }) }
   }
 
   /**
@@ -152,13 +187,14 @@ export class LeaderboardStore implements LeaderboardPart {
 
   /** A page of the current period in rank order from the cursor, and the caller's own record. */
   async listRecords(query: RecordQuery, now: number): Promise<RecordPage> {
+    this.#follow()
     const board = this.#board(query.leaderboardId)
     const period = this.#period(board, now)
-    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry)
+    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry, board.config.sortOrder)
     const { entries, more } = period.index.page(after, query.limit)
     const records = entries.map(({ key, rank }) => toRecord(board.config.id, key, rank))
     const last = entries[entries.length - 1]?.key
-    const nextCursor = more && last ? encodeCursor({ leaderboardId: board.config.id, expiry: period.expiry, ...last }) : null
+    const nextCursor = more && last ? encodeCursor({ leaderboardId: board.config.id, expiry: period.expiry, sortOrder: board.config.sortOrder, ...last }) : null
     const own = query.ownerId === undefined ? undefined : period.index.get(query.ownerId)
     const ownRecord = own ? toRecord(board.config.id, own, period.index.rank(own.ownerId)) : null
     return { records, nextCursor, ownRecord }
@@ -167,6 +203,19 @@ export class LeaderboardStore implements LeaderboardPart {
   /** Commit queued writes at once (before the database closes). */
   flush(): void {
     this.#commits.flush()
+  }
+
+  /** Another process committed to the file since memory matched it: every period is read again. */
+  #follow(): void {
+    const version = this.#sql.dataVersion.get()!
+    if (version === this.#version) return
+    this.#version = version
+    this.#forget()
+  }
+
+  /** Drop every period from memory: each is read from the file again when next served. */
+  #forget(): void {
+    for (const board of this.#boards.values()) board.period = null
   }
 
   #board(id: string): Board {
@@ -196,8 +245,4 @@ export class LeaderboardStore implements LeaderboardPart {
     const entries = this.#sql.selectPeriod.all(config.id, expiry) as Entry[]
     return RankIndex.build(entries, rankComparator(config.sortOrder))
   }
-}
-
-function toRecord(leaderboardId: string, entry: Entry, rank: number): LeaderboardRecord {
-  return { leaderboard_id: leaderboardId, owner_id: entry.ownerId, username: entry.username, score: entry.score, subscore: entry.subscore, rank }
 }

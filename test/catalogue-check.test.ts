@@ -61,6 +61,11 @@ const CASES: Record<string, string[]> = {
     `${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression (minute hour day month weekday) or null, got 4 field(s)`,
   ],
   'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: minute 61 is out of range 0-59`],
+  // Nakama's cronexpr refuses croner's `+` (its "day and weekday" modifier) and a step past the field's largest value.
+  'cron-not-nakama': [
+    `${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: weekday +5: "+" is not cron syntax`,
+    `${F}: $.leaderboards.configs.daily.resetSchedule: is not a valid cron expression: hour step 24 is out of range 1-23`,
+  ],
   'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
   'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],
   'duplicate-board-id': [`${F}: $.leaderboards.ids[1]: duplicate leaderboard id "main"`],

@@ -57,6 +57,11 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['*/30 0-5 1,15 */2 *', null],
     ['0 0 * * 1#2', null],
     ['0 0 * * 5L', null],
+    ['0 0 13 * +5', 'is not a valid cron expression: weekday +5: "+" is not cron syntax'],
+    ['*/60 * * * *', 'is not a valid cron expression: minute step 60 is out of range 1-59'],
+    ['0 0 * * */7', 'is not a valid cron expression: weekday step 7 is out of range 1-6'],
+    ['*/0 * * * *', 'is not a valid cron expression: minute step 0 is out of range 1-59'],
+    ['*/59 */23 */31 */12 */6', null],
     ['0 0 x * *', 'is not a valid cron expression: CronPattern: configuration entry 3 (x) contains illegal characters.'],
   ]
   for (const [expr, problem] of cases) t.equal(cronProblem(expr), problem, JSON.stringify(expr))

@@ -61,10 +61,12 @@ const CASES: Record<string, string[]> = {
     `${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression (minute hour day month weekday) or null, got 4 field(s)`,
   ],
   'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: minute 61 is out of range 0-59`],
-  // Nakama's cronexpr refuses croner's `+` (its "day and weekday" modifier) and a step past the field's largest value.
+  // Nakama's cronexpr refuses croner's `+` (its "day and weekday" modifier) and a step past the field's largest value,
+  // and reads a weekday range to 7 or SUN as empty.
   'cron-not-nakama': [
     `${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: weekday +5: "+" is not cron syntax`,
     `${F}: $.leaderboards.configs.daily.resetSchedule: is not a valid cron expression: hour step 24 is out of range 1-23`,
+    `${F}: $.leaderboards.configs.weekend.resetSchedule: is not a valid cron expression: weekday range fri-sun ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`,
   ],
   'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
   'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],

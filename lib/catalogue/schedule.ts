@@ -17,7 +17,7 @@ function findProblem(expr: string): string | null {
   if (fields.length !== 5) {
     return `must be a five-field cron expression (minute hour day month weekday) or null, got ${fields.length} field(s)`
   }
-  const outOfRange = rangeProblem(fields)
+  const outOfRange = rangeProblem(fields) ?? sundayRangeProblem(fields[4]!)
   if (outOfRange) return `is not a valid cron expression: ${outOfRange}`
   let cron: Cron
   try {
@@ -52,6 +52,18 @@ function rangeProblem(fields: string[]): string | null {
       const step = Number(digits)
       if (step < 1 || step > maxStep) return `${name} step ${digits} is out of range 1-${maxStep}`
     }
+  }
+  return null
+}
+
+/**
+ * A weekday range that ends at Sunday written as 7 or SUN: croner reads `5-7` as Friday to Sunday,
+ * Nakama's cronexpr reads its end as 0, before its start, and so the range as no day at all (a board
+ * that never resets there, while nextResetAt says it does).
+ */
+function sundayRangeProblem(weekday: string): string | null {
+  for (const [range, , end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
+    if (/^(7|sun)$/i.test(end!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
   }
   return null
 }

@@ -155,6 +155,12 @@ t.test('a file that is not JSON names the parser error', async (t) => {
   t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
 })
 
+t.test('a manifest saved with a UTF-8 byte order mark (as Windows editors write it) passes check', async (t) => {
+  const dir = tempDir()
+  writeFileSync(path.join(dir, F), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(path.join(FIXTURES, 'valid', F))]))
+  t.strictSame(await check(dir), { code: 0, stdout: 'catalogue ok: 1 games, 1 leaderboards\n', stderr: '' })
+})
+
 t.test('a file that is not JSON is named without its text: a copy of a secret shows none of it', async (t) => {
   const dir = tempDir()
   writeFileSync(path.join(dir, 'leak.json'), 'MFYeqWcxkA-not-for-the-log\n')

@@ -157,6 +157,19 @@ t.test('a file that is not JSON names the parser error', async (t) => {
   t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
 })
 
+t.test('a leaderboard id of digits is a key in the problem path ("2026"), an array position an index', async (t) => {
+  const dir = tempDir()
+  const game = JSON.parse(readFileSync(path.join(FIXTURES, 'valid', F), 'utf8'))
+  game.genre = [7]
+  game.leaderboards = { default: '2026', ids: ['2026'], configs: { 2026: { sortOrder: 'up' } } }
+  writeFileSync(path.join(dir, F), JSON.stringify(game))
+  t.strictSame(await check(dir), {
+    code: 1,
+    stdout: '',
+    stderr: `${F}: $.genre[0]: must be a string\n${F}: $.leaderboards.configs["2026"].sortOrder: must be one of "desc", "asc", "descending", "ascending"\n`,
+  })
+})
+
 t.test('a manifest saved with a UTF-8 byte order mark (as Windows editors write it) passes check', async (t) => {
   const dir = tempDir()
   writeFileSync(path.join(dir, F), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(path.join(FIXTURES, 'valid', F))]))

@@ -61,6 +61,13 @@ const CASES: Record<string, string[]> = {
     `${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression (minute hour day month weekday) or null, got 4 field(s)`,
   ],
   'cron-invalid': [`${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: minute 61 is out of range 0-59`],
+  // Nakama's cronexpr refuses croner's `+` (its "day and weekday" modifier) and a step past the field's largest value,
+  // and reads a weekday range to 7 or SUN as empty.
+  'cron-not-nakama': [
+    `${F}: $.leaderboards.configs.main.resetSchedule: is not a valid cron expression: weekday +5: "+" is not cron syntax`,
+    `${F}: $.leaderboards.configs.daily.resetSchedule: is not a valid cron expression: hour step 24 is out of range 1-23`,
+    `${F}: $.leaderboards.configs.weekend.resetSchedule: is not a valid cron expression: weekday range fri-sun ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`,
+  ],
   'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
   'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],
   'duplicate-board-id': [`${F}: $.leaderboards.ids[1]: duplicate leaderboard id "main"`],
@@ -74,6 +81,8 @@ const CASES: Record<string, string[]> = {
   'matchmaking-without-reason': [`${F}: $.matchmaking.reason: is required when matchmaking.enabled is false`],
   'bad-board-type': [`${F}: $.leaderboards.configs.main.type: must be a string`],
   'bad-sort-order': [`${F}: $.leaderboards.configs.main.sortOrder: must be one of "desc", "asc", "descending", "ascending"`],
+  // JSON.parse would round it: the file would be served as 12345678901234567000.
+  'unsafe-integer': [`${F}: $.rating.count: must be <= 9007199254740991`],
   'bad-version': [`${F}: $.version: must be a semantic version like 1.2.3`],
   'bad-capture': [`${F}: $.verifiedPlayCapture.source: must be one of "capture-on-demand"`],
   'several-problems': [
@@ -146,6 +155,25 @@ t.test('a file that is not JSON names the parser error', async (t) => {
   const run = await check(dir)
   t.equal(run.code, 1)
   t.equal(run.stderr, `${F}: $: is not valid JSON (${message})\n`)
+})
+
+t.test('a leaderboard id of digits is a key in the problem path ("2026"), an array position an index', async (t) => {
+  const dir = tempDir()
+  const game = JSON.parse(readFileSync(path.join(FIXTURES, 'valid', F), 'utf8'))
+  game.genre = [7]
+  game.leaderboards = { default: '2026', ids: ['2026'], configs: { 2026: { sortOrder: 'up' } } }
+  writeFileSync(path.join(dir, F), JSON.stringify(game))
+  t.strictSame(await check(dir), {
+    code: 1,
+    stdout: '',
+    stderr: `${F}: $.genre[0]: must be a string\n${F}: $.leaderboards.configs["2026"].sortOrder: must be one of "desc", "asc", "descending", "ascending"\n`,
+  })
+})
+
+t.test('a manifest saved with a UTF-8 byte order mark (as Windows editors write it) passes check', async (t) => {
+  const dir = tempDir()
+  writeFileSync(path.join(dir, F), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(path.join(FIXTURES, 'valid', F))]))
+  t.strictSame(await check(dir), { code: 0, stdout: 'catalogue ok: 1 games, 1 leaderboards\n', stderr: '' })
 })
 
 t.test('a file that is not JSON is named without its text: a copy of a secret shows none of it', async (t) => {

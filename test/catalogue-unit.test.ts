@@ -57,6 +57,17 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['*/30 0-5 1,15 */2 *', null],
     ['0 0 * * 1#2', null],
     ['0 0 * * 5L', null],
+    ['0 0 13 * +5', 'is not a valid cron expression: weekday +5: "+" is not cron syntax'],
+    ['*/60 * * * *', 'is not a valid cron expression: minute step 60 is out of range 1-59'],
+    ['0 0 * * */7', 'is not a valid cron expression: weekday step 7 is out of range 1-6'],
+    ['*/0 * * * *', 'is not a valid cron expression: minute step 0 is out of range 1-59'],
+    ['*/59 */23 */31 */12 */6', null],
+    // Nakama reads 7 (and SUN) as day 0: a range to it is empty there, a board that never resets.
+    ['0 0 * * 5-7', 'is not a valid cron expression: weekday range 5-7 ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
+    ['0 0 * * MON-SUN', 'is not a valid cron expression: weekday range MON-SUN ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
+    ['0 0 * * 5-6,0', null],
+    ['0 0 * * 7', null],
+    ['0 0 1-7 * *', null],
     ['0 0 x * *', 'is not a valid cron expression: CronPattern: configuration entry 3 (x) contains illegal characters.'],
   ]
   for (const [expr, problem] of cases) t.equal(cronProblem(expr), problem, JSON.stringify(expr))

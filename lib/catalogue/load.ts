@@ -34,7 +34,9 @@ function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFi
 }
 
 // Fatal: a manifest is served as written, and a byte that is no UTF-8 would be served as U+FFFD.
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+// A leading byte order mark (Windows editors write one) is dropped, as RFC 8259 §8.1 lets a parser:
+// JSON.parse refuses it, and the problem line could only call it an unexpected character.
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /** The file's text; a TypeError when it is not valid UTF-8, EISDIR-like errors for what is no file. */
 function readText(file: string): string {

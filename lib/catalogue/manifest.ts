@@ -29,7 +29,10 @@ export const PATTERN_TEXT: ReadonlyMap<string, string> = new Map([
 ])
 
 const Text = Type.String({ minLength: 1, maxLength: 4096 })
-const Count = Type.Integer({ minimum: 0 })
+// Served as written: JSON.parse rounds an integer past 2^53-1 (12345678901234567890 would be served
+// as 12345678901234567000), so such a number is refused rather than changed.
+const integerFrom = (minimum: number) => Type.Integer({ minimum, maximum: Number.MAX_SAFE_INTEGER })
+const Count = integerFrom(0)
 const strict = <T extends Record<string, TSchema>>(props: T) => Type.Object(props, { additionalProperties: false })
 
 // Spec 2.1-2.3 give some fields "allowed values" and others "values seen": the first are enums,
@@ -65,7 +68,7 @@ const CaptureSchema = strict({
   imageUrl: Type.String({ pattern: CAPTURE_IMAGE }),
   metadataUrl: Type.String({ pattern: RELATIVE }),
   source: Type.Enum(['capture-on-demand']),
-  viewport: strict({ width: Type.Integer({ minimum: 1 }), height: Type.Integer({ minimum: 1 }) }),
+  viewport: strict({ width: integerFrom(1), height: integerFrom(1) }),
   notes: Type.Array(Type.String()),
 })
 
@@ -78,7 +81,7 @@ const ManifestSchema = strict({
   rating: strict({ average: Type.Number({ minimum: 0, maximum: 5 }), count: Count }),
   developer: Type.Optional(Text),
   genre: Type.Array(Text),
-  playerCount: strict({ current: Count, max: Type.Integer({ minimum: 1 }), min: Type.Integer({ minimum: 1 }) }),
+  playerCount: strict({ current: Count, max: integerFrom(1), min: integerFrom(1) }),
   status: Type.Enum(['available', 'beta']),
   gameType: Type.Enum(['web']),
   integrationType: Type.Enum(['iframe-themeable', 'native-component']),

@@ -22,14 +22,19 @@ export function jsonPath(base: string, key: string | number): string {
   return IDENTIFIER.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`
 }
 
-/** A JSON Pointer (TypeBox's instancePath) as a JSONPath under `base`. */
-function fromPointer(base: string, pointer: string): string {
+/**
+ * A JSON Pointer (TypeBox's instancePath) into `value` as a JSONPath under `base`. A pointer does not
+ * say whether `2026` is an index or a key (a leaderboard id may be digits): the value it walks does.
+ */
+function fromPointer(base: string, pointer: string, value: unknown): string {
   if (pointer === '') return base
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce<string>((path, key) => jsonPath(path, /^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : key), base)
+  let path = base
+  let at = value
+  for (const key of pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))) {
+    path = jsonPath(path, Array.isArray(at) ? Number(key) : key)
+    at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[key] : undefined
+  }
+  return path
 }
 
 const ARTICLE: Record<string, string> = {
@@ -43,7 +48,7 @@ export function schemaProblems(validator: Validator<{}, TSchema>, value: unknown
   const problems: Problem[] = []
   for (const e of validator.Errors(value)) {
     const params = e.params as Record<string, unknown>
-    const path = fromPointer(base, e.instancePath)
+    const path = fromPointer(base, e.instancePath, value)
     switch (e.keyword) {
       case 'required':
         for (const name of params.requiredProperties as string[]) {

@@ -17,7 +17,7 @@ function findProblem(expr: string): string | null {
   if (fields.length !== 5) {
     return `must be a five-field cron expression (minute hour day month weekday) or null, got ${fields.length} field(s)`
   }
-  const outOfRange = rangeProblem(fields)
+  const outOfRange = rangeProblem(fields) ?? sundayRangeProblem(fields[4]!)
   if (outOfRange) return `is not a valid cron expression: ${outOfRange}`
   let cron: Cron
   try {
@@ -29,16 +29,41 @@ function findProblem(expr: string): string | null {
   return null
 }
 
-/** Each field's name and range: checked here, as croner reports a day or month of 0 as -1. */
-const FIELDS: readonly [string, number, number][] = [['minute', 0, 59], ['hour', 0, 23], ['day', 1, 31], ['month', 1, 12], ['weekday', 0, 7]]
+// Each field's name, range and largest step. A step stops at the field's largest value, as Nakama's
+// cronexpr takes it: an hour step of 24 is refused there (croner takes it); a weekday step is at most 6.
+const FIELDS: readonly [string, number, number, number][] = [
+  ['minute', 0, 59, 59], ['hour', 0, 23, 23], ['day', 1, 31, 31], ['month', 1, 12, 12], ['weekday', 0, 7, 6],
+]
 
-/** The first number out of its field's range (steps after `/` and `#` are counts, not values), or null. */
+/**
+ * The first number out of its field's range (steps after `/` and `#` are counts, not values), a
+ * step Nakama refuses, or croner's `+` (its "day and weekday" modifier, no cron syntax: Nakama
+ * refuses the schedule); null when none.
+ */
 function rangeProblem(fields: string[]): string | null {
-  for (const [i, [name, low, high]] of FIELDS.entries()) {
-    for (const digits of fields[i]!.replace(/[/#]\d+/g, '').match(/\d+/g) ?? []) {
+  for (const [i, [name, low, high, maxStep]] of FIELDS.entries()) {
+    const field = fields[i]!
+    if (field.includes('+')) return `${name} ${field}: "+" is not cron syntax`
+    for (const digits of field.replace(/[/#]\d+/g, '').match(/\d+/g) ?? []) {
       const value = Number(digits)
       if (value < low || value > high) return `${name} ${digits} is out of range ${low}-${high}`
     }
+    for (const [, digits] of field.matchAll(/\/(\d+)/g)) {
+      const step = Number(digits)
+      if (step < 1 || step > maxStep) return `${name} step ${digits} is out of range 1-${maxStep}`
+    }
+  }
+  return null
+}
+
+/**
+ * A weekday range that ends at Sunday written as 7 or SUN: croner reads `5-7` as Friday to Sunday,
+ * Nakama's cronexpr reads its end as 0, before its start, and so the range as no day at all (a board
+ * that never resets there, while nextResetAt says it does).
+ */
+function sundayRangeProblem(weekday: string): string | null {
+  for (const [range, , end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
+    if (/^(7|sun)$/i.test(end!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
   }
   return null
 }

@@ -47,3 +47,11 @@ t.test('a preflight from a platform origin allows every method the API uses (PUT
     t.equal(res.headers['vary'], 'Origin')
   }
 })
+
+t.test('a preflight from a platform origin that names no request headers is 204 too, allowing Content-Type', async (t) => {
+  const res = await rawRequest(platform.url, 'OPTIONS', '/api/auth/logout', { origin: ORIGIN, 'access-control-request-method': 'POST' })
+  t.equal(res.status, 204)
+  t.equal(res.body.length, 0)
+  t.equal(res.headers['access-control-allow-origin'], ORIGIN)
+  t.equal(res.headers['access-control-allow-headers'], 'Content-Type')
+})

@@ -37,6 +37,22 @@ t.test('10 failed sign-ins a minute from one address: the 11th attempt and every
   t.equal((await from('203.0.113.11').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'another address signs in')
 })
 
+t.test('an IPv6 client counts by its /64: new addresses within it do not reset the limit, another /64 is not limited', async (t) => {
+  // A subscriber is given a /64 and may use any address in it: counted per address, each guess could come from a new one.
+  const inside = ['2001:db8:a:b::1', '2001:db8:a:b::2', '2001:DB8:A:B:0:0:0:3', '2001:0db8:000a:000b:ffff::9', '2001:db8:a:b:1:2:3:4']
+  for (let i = 1; i <= 10; i++) {
+    const address = inside[i % inside.length]!.replace(/:(\d)$/, `:${i}`)
+    await expectError(t, await from(address).post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', `failure ${i} from ${address}`)
+  }
+  for (const address of inside) {
+    const res = await from(address).post('/api/auth/login', { username: 'Limited', password: 'right password' })
+    await expectError(t, res, 429, 'RATE_LIMITED', `${address}: the same /64`)
+    t.ok(Number(res.headers.get('retry-after')) >= 1, `${address}: Retry-After`)
+  }
+  t.equal((await from('2001:db8:a:c::1').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'the next /64 signs in')
+  t.equal((await from('::ffff:203.0.113.60').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'an IPv4 address is its own')
+})
+
 t.test('only wrong credentials count: bad requests, taken names and successes do not', async (t) => {
   const c = from('203.0.113.20')
   for (let i = 0; i < 12; i++) {

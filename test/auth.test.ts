@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Client, startPlatform, tempDir } from './helpers/platform.js'
+import { Client, runUsersOk, startPlatform, tempDir, testBackendEnv } from './helpers/platform.js'
 import { BAD_NAMES, countRows, expectError, sessionOf, signUp, type SessionBody } from './helpers/accounts.js'
 
 const dataDir = tempDir()
@@ -160,6 +160,18 @@ t.test('POST /api/auth/login signs in ignoring the case of the name; wrong crede
   await expectError(t, await other.post('/api/auth/login', { username: 'LoginUser', password: 'the Password' }), 401, 'INVALID_CREDENTIALS', 'wrong password')
   await expectError(t, await other.post('/api/auth/login', { username: 'NoSuchUser', password: 'the password' }), 401, 'INVALID_CREDENTIALS', 'unknown user')
   t.equal(sessionOf(other), undefined)
+})
+
+t.test('login answers the roles the account holds, the same body GET /api/auth/session gives', async (t) => {
+  const registered = await signUp(t, client(), 'RoleHolder', 'the password')
+  t.same(registered.roles, [], 'a new account holds none')
+  await runUsersOk({ DATA_DIR: dataDir, ...testBackendEnv(dataDir) }, 'grant', 'RoleHolder', 'developer')
+  const c = client()
+  const res = await c.post('/api/auth/login', { username: 'RoleHolder', password: 'the password' })
+  t.equal(res.status, 200)
+  const expected = { success: true, user: { id: registered.id, username: 'RoleHolder', roles: ['developer'] } }
+  t.strictSame(await res.json(), expected)
+  t.strictSame(await (await c.get('/api/auth/session')).json(), expected)
 })
 
 t.test('login: a guest account has no password, so no password signs it in', async (t) => {

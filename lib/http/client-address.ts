@@ -57,3 +57,20 @@ export function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name]
   return Array.isArray(value) ? value.join(',') : value
 }
+
+/**
+ * The block a client address stands for when counting its failures: an IPv4 address itself, an
+ * IPv6 address its /64 (`2001:db8:a:b::/64`). A subscriber is given a /64 and may use any address
+ * in it (RFC 4941 temporary addresses change on their own), so per address each guess could come
+ * from a new one.
+ */
+export function addressBlock(ip: string): string {
+  if (isIP(ip) !== 6) return ip
+  const [head = '', tail] = ip.toLowerCase().split('::')
+  const headGroups = head === '' ? [] : head.split(':')
+  // The groups `::` stands for: 8 in all, an IPv4 tail (`::1.2.3.4`) counting as two.
+  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':')
+  const tailCount = tailGroups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0)
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailCount).fill('0'), ...tailGroups]
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
+}

@@ -1,5 +1,6 @@
 import { MIN_TOKEN_LIFE_MS, type BackendSession } from '../backend/backend.js'
 import { check, readIgnoredBody, readJson } from '../http/body.js'
+import { addressBlock } from '../http/client-address.js'
 import { HttpError, rateLimited } from '../http/errors.js'
 import { invalidCredentials } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
@@ -35,9 +36,11 @@ export function authRoutes(router: Router, app: App): void {
    */
   const signIn = async (ctx: RouteContext, attempt: () => Promise<BackendSession>, kind: 'new' | 'login'): Promise<void> => {
     const checksPassword = kind === 'login'
-    const place = checksPassword ? await limit.acquire(ctx.ip, () => app.now()) : null
+    // An IPv6 client is counted by its /64, which it can move about in at will.
+    const address = addressBlock(ctx.ip)
+    const place = checksPassword ? await limit.acquire(address, () => app.now()) : null
     if (place && !place.ok) throw rateLimited(place.busy ? 'too many sign-ins in progress from this address' : 'too many failed sign-ins from this address', place.waitMs)
-    const waitMs = place ? 0 : await limit.waitMs(ctx.ip, app.now())
+    const waitMs = place ? 0 : await limit.waitMs(address, app.now())
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
     let session: BackendSession
     let wrongCredentials = false

@@ -62,6 +62,7 @@ const NOT_ON_NAKAMA = new Set([
   'systemd.test.js', 'nginx.test.js', // deployment of the embedded configuration
   'bridge-lifecycle.test.js', 'bridge-output.test.js', 'bridge-protocol.test.js', 'bridge-security.test.js', // the bridge has no game backend
   'catalogue-check.test.js', 'catalogue-unit.test.js', 'config.test.js', 'http-core.test.js', 'http-core-process.test.js', // never reach the game backend
+  'origin-check.test.js', 'http-limits.test.js', 'screenshots-serving.test.js', // refused or served before any backend call
   'terminal-browser.test.js', // a browser on the terminal page; the gate itself is terminal-routes
   // These spawn `bin/platform users` with DATA_DIR only, so on Nakama the grant would go to an
   // embedded database. With `...testBackendEnv(dataDir)` added to that environment, terminal-routes

@@ -1,0 +1,84 @@
+import t from 'tap'
+import net from 'node:net'
+import { startPlatform } from './helpers/platform.js'
+import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+
+// The limits CONTRACT §4 and the README's API section give, on the real platform, at their edges.
+const platform = await startPlatform()
+t.teardown(() => platform.stop())
+
+const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
+const TOO_LARGE = { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' }
+
+/** A login body of exactly `bytes` bytes: its password is too long for the schema, so it is read and refused with 400. */
+function loginOf(bytes: number): string {
+  const frame = '{"username":"alice","password":""}'
+  return frame.replace('""', `"${'p'.repeat(bytes - frame.length)}"`)
+}
+
+/** Send `text` as written on a new connection; resolves with everything answered before the close. */
+function exchange(text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(platform.port, '127.0.0.1', () => socket.end(text))
+    let answer = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (answer += d))
+    socket.on('close', () => resolve(answer))
+    socket.on('error', reject)
+  })
+}
+
+t.test('a body of exactly 65,536 bytes is read, one byte more is 413, whether framed by Content-Length or chunked', async (t) => {
+  for (const framing of ['content-length', 'chunked'] as const) {
+    const send = (text: string) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' }
+      if (framing === 'chunked') headers['transfer-encoding'] = 'chunked'
+      else headers['content-length'] = String(Buffer.byteLength(text))
+      return rawRequest(platform.url, 'POST', '/api/auth/login', { ...headers, 'x-forwarded-for': '198.51.100.7' }, text)
+    }
+    const atLimit = await send(loginOf(65_536))
+    t.equal(atLimit.status, 400, `${framing}: 65,536 bytes are read`)
+    t.strictSame(body(atLimit), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/password', message: 'must not have more than 256 characters' }] })
+    const over = await send(loginOf(65_537))
+    t.equal(over.status, 413, `${framing}: 65,537 bytes are too many`)
+    t.strictSame(body(over), TOO_LARGE)
+    t.equal(over.headers['connection'], 'close')
+  }
+})
+
+t.test('a second Host or Content-Type line is found behind 2,000 other header lines', async (t) => {
+  // 2,000 lines of 5 bytes: Node's default maxHeadersCount, well within the 16 KiB of headers.
+  const padding = 'a:1\r\n'.repeat(2000)
+  const host = await exchange(`GET /api/games HTTP/1.1\r\nHost: a\r\n${padding}Host: b\r\nConnection: close\r\n\r\n`)
+  t.match(host, /^HTTP\/1\.1 400 /)
+  t.match(host, /\r\n\r\n\{"error":"the Host header is repeated","code":"BAD_REQUEST"\}$/)
+  const json = '{"username":"alice","password":"wrong-password"}'
+  const type = await exchange(
+    `POST /api/auth/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${padding}Content-Type: text/plain\r\n` +
+      `Content-Length: ${json.length}\r\nX-Forwarded-For: 198.51.100.8\r\nConnection: close\r\n\r\n${json}`,
+  )
+  t.match(type, /^HTTP\/1\.1 415 /)
+  t.match(type, /\r\n\r\n\{"error":"the Content-Type header is repeated","code":"UNSUPPORTED_MEDIA_TYPE"\}$/)
+})
+
+t.test('a body that trickles in is cut with 408 REQUEST_TIMEOUT once the request is 30 s old', { timeout: 60_000 }, async (t) => {
+  const started = Date.now()
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(platform.port, '127.0.0.1', () => {
+      socket.write('POST /api/auth/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n')
+    })
+    // A byte every 2 s: never idle long enough for any other time-out, never done.
+    const drip = setInterval(() => socket.writable && socket.write(' '), 2000)
+    let text = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (text += d))
+    socket.on('close', () => {
+      clearInterval(drip)
+      resolve(text)
+    })
+    socket.on('error', reject)
+    setTimeout(() => socket.destroy(), 45_000)
+  })
+  const seconds = (Date.now() - started) / 1000
+  t.match(answer, /^HTTP\/1\.1 408 /)
+  t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
+  t.ok(seconds >= 29 && seconds < 40, `cut after ${seconds} s`)
+})

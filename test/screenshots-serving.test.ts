@@ -1,0 +1,53 @@
+import t from 'tap'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { startPlatform, tempDir } from './helpers/platform.js'
+import { rawRequest } from './helpers/raw-http.js'
+
+// README "GET /screenshots/games/{id}/{file}": the headers it promises, and "a link is followed
+// only to a file inside SCREENSHOTS_DIR", a directory beside it whose name starts the same included.
+const parent = tempDir()
+const screenshots = path.join(parent, 'shots')
+const dir = path.join(screenshots, 'games', 'marble-maze-lab')
+mkdirSync(dir, { recursive: true })
+writeFileSync(path.join(dir, 'notes.json'), '{"result":"visible"}\n')
+writeFileSync(path.join(dir, '.draft.json'), '{"result":"draft"}\n')
+mkdirSync(path.join(parent, 'shots-private'))
+writeFileSync(path.join(parent, 'shots-private', 'secret.txt'), 'the session secret\n')
+symlinkSync(path.join(parent, 'shots-private', 'secret.txt'), path.join(dir, 'beside.txt'))
+symlinkSync('../../../shots-private/secret.txt', path.join(dir, 'beside-relative.txt'))
+
+const platform = await startPlatform({ env: { SCREENSHOTS_DIR: screenshots } })
+t.teardown(() => platform.stop())
+
+t.test('a capture is served with a weak ETag and a minute of caching, revalidated by a 304 without a body', async (t) => {
+  const res = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/notes.json')
+  t.equal(res.status, 200)
+  t.equal(res.body.toString(), '{"result":"visible"}\n')
+  t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+  t.equal(res.headers['cache-control'], 'public, max-age=60, must-revalidate')
+  t.match(res.headers['etag'], /^W\/"[0-9a-z]+-[0-9a-z]+"$/, 'weak: size and modification time, not the bytes')
+  const again = await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/notes.json', { 'if-none-match': res.headers['etag']! })
+  t.equal(again.status, 304)
+  t.equal(again.body.length, 0)
+  t.equal(again.headers['etag'], res.headers['etag'])
+  t.equal(again.headers['cache-control'], 'public, max-age=60, must-revalidate')
+})
+
+t.test('a link to a directory beside SCREENSHOTS_DIR whose name starts the same (shots-private) is a 404', async (t) => {
+  for (const file of ['beside.txt', 'beside-relative.txt']) {
+    const res = await rawRequest(platform.url, 'GET', `/screenshots/games/marble-maze-lab/${file}`)
+    t.equal(res.status, 404, file)
+    t.match(res.headers['content-type'], /^text\/html/, file)
+    t.notMatch(res.body.toString(), /session secret/, `${file}: nothing of the file`)
+  }
+})
+
+t.test('a file whose name starts with a dot is not served, though it exists and has a known type', async (t) => {
+  for (const target of ['/screenshots/games/marble-maze-lab/.draft.json', '/screenshots/games/marble-maze-lab/%2Edraft.json']) {
+    const res = await rawRequest(platform.url, 'GET', target)
+    t.equal(res.status, 404, target)
+    t.match(res.headers['content-type'], /^text\/html/, target)
+    t.notMatch(res.body.toString(), /draft/, `${target}: nothing of the file`)
+  }
+})

@@ -299,3 +299,48 @@ t.test('a write that changes nothing answers the rank its record has then, not t
   const answers = await Promise.all([10, 5, 5000].map((score) => store.writeRecord(write('best-desc', 'a', score), NOW)))
   t.same(answers.map((r) => [r.score, r.rank]), [[10, 4], [10, 4], [5000, 1]])
 })
+
+// Two stores on one file are two platform processes on one DATA_DIR. A store reads a board again
+// only once another has written to it (its generation moved): not after every commit to the file,
+// such as a role granted with `bin/platform users`, which would make a board of a million records
+// block the event loop for seconds while it is read again.
+t.test('a store reads again only the boards another process wrote to, not after every commit to the file', async (t) => {
+  const dir = tempDir()
+  const a = await open(dir)
+  const b = await open(dir)
+  await a.store.writeRecord(write('best-desc', 'p1', 10), NOW)
+  await a.store.writeRecord(write('set-desc', 'p1', 10), NOW)
+  const scores = async (id: string) => (await a.store.listRecords({ leaderboardId: id, limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.score])
+  // A change no store makes, and so no board's generation moves (an account's row, in the file's
+  // terms): a store that read its boards again after it would show 77.
+  const raw = new Database(path.join(dir, 'playfield.sqlite'))
+  t.teardown(() => raw.close())
+  raw.prepare("UPDATE leaderboard_records SET score = 77 WHERE owner_id = 'p1'").run()
+  t.same(await scores('best-desc'), [['p1', 10]], 'an unrelated commit: best-desc is served from memory')
+  t.same(await scores('set-desc'), [['p1', 10]], 'an unrelated commit: set-desc is served from memory')
+  // The other store writes best-desc: that board is read again, with everything the file holds.
+  await b.store.writeRecord(write('best-desc', 'p2', 5), NOW)
+  t.same(await scores('best-desc'), [['p1', 77], ['p2', 5]], 'best-desc, written by the other store, is read again')
+  t.same(await scores('set-desc'), [['p1', 10]], 'set-desc, which it did not write, is not')
+  // And a rename by the other store reads again the boards its owner has records on.
+  raw.prepare("UPDATE leaderboard_records SET score = 88 WHERE owner_id = 'p1' AND leaderboard_id = 'set-desc'").run()
+  b.db.transaction(() => b.store.renameOwner('p1', 'renamed'))()()
+  t.same((await a.store.listRecords({ leaderboardId: 'set-desc', limit: 10 }, NOW)).records.map((r) => [r.username, r.score]), [['renamed', 88]], 'a rename by the other store: its boards are read again')
+})
+
+t.test('a store keeps serving from memory after its own writes and renames, and after the other store\'s reads', async (t) => {
+  const dir = tempDir()
+  const a = await open(dir)
+  const b = await open(dir)
+  await a.store.writeRecord(write('incr-desc', 'p1', 1), NOW)
+  t.same((await b.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => r.score), [1], 'the other store reads the write')
+  const raw = new Database(path.join(dir, 'playfield.sqlite'))
+  t.teardown(() => raw.close())
+  raw.prepare("UPDATE leaderboard_records SET score = 50 WHERE owner_id = 'p2'").run() // nothing: no such row, no board moved
+  await a.store.writeRecord(write('incr-desc', 'p1', 2), NOW)
+  a.db.transaction(() => a.store.renameOwner('p1', 'own-name'))()()
+  t.same((await a.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => [r.username, r.score]), [['own-name', 3]], 'its own write and rename are in memory')
+  t.same((await b.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => [r.username, r.score]), [['own-name', 3]], 'and read by the other store')
+  t.same(await b.store.writeRecord(write('incr-desc', 'p1', 4, 0, undefined, 'own-name'), NOW), { leaderboard_id: 'incr-desc', owner_id: 'p1', username: 'own-name', score: 7, subscore: 0, rank: 1 }, 'the other store adds to the stored 3')
+  t.same(await a.store.writeRecord(write('incr-desc', 'p1', 1, 0, undefined, 'own-name'), NOW), { leaderboard_id: 'incr-desc', owner_id: 'p1', username: 'own-name', score: 8, subscore: 0, rank: 1 }, 'and this one to the stored 7')
+})

@@ -44,6 +44,14 @@ CREATE TABLE launches (
  */
 export const OWNER_INDEX_SQL = 'CREATE INDEX leaderboard_records_owner ON leaderboard_records (owner_id)'
 
+/**
+ * Migration 202: a board's generation, raised by every change to its records (a score write, a
+ * rename of an owner with records on it). A process that sees another connection's commit reads
+ * again only the boards whose generation moved, not every board after any commit (a role granted
+ * with `bin/platform users`, a sign-in served by another process).
+ */
+export const GENERATION_SQL = 'ALTER TABLE leaderboards ADD COLUMN generation INTEGER NOT NULL DEFAULT 0'
+
 /** One record of a period as the rank index holds it; rows are read in this shape directly. */
 export interface RecordEntry {
   ownerId: string
@@ -64,6 +72,14 @@ export interface Statements {
   updateRecord: Database.Statement<[string, number, number, string | null, number, string, number, string, number, number]>
   /** The owner's name in every record, of every board and period (a rename): username, owner. */
   renameOwner: Database.Statement<[string, string]>
+  /** Raise the generation of the boards the owner has records on (a rename); their ids and new generations. */
+  bumpOwnerBoards: Database.Statement<[string], { id: string; generation: number }>
+  /** Raise a board's generation (a score write); its new generation. */
+  bumpBoard: Database.Statement<[string], number>
+  /** A board's generation now. */
+  generation: Database.Statement<[string], number>
+  /** Every board's generation. */
+  generations: Database.Statement<[], { id: string; generation: number }>
   insertLaunch: Database.Statement<[string, string, string, number]>
   selectPeriod: Database.Statement<[string, number]>
   /** Changes when another connection (another process) commits to the file; not for this one's own commits. */
@@ -88,6 +104,13 @@ export function prepareStatements(db: Database.Database): Statements {
        VALUES (?, ?, ?, ?, ?, ?, coalesce(?, '{}'), 1, ?, ?)`,
     ),
     renameOwner: db.prepare('UPDATE leaderboard_records SET username = ? WHERE owner_id = ?'),
+    bumpOwnerBoards: db.prepare(
+      `UPDATE leaderboards SET generation = generation + 1
+       WHERE id IN (SELECT DISTINCT leaderboard_id FROM leaderboard_records WHERE owner_id = ?) RETURNING id, generation`,
+    ),
+    bumpBoard: db.prepare<[string], number>('UPDATE leaderboards SET generation = generation + 1 WHERE id = ? RETURNING generation').pluck(),
+    generation: db.prepare<[string], number>('SELECT generation FROM leaderboards WHERE id = ?').pluck(),
+    generations: db.prepare('SELECT id, generation FROM leaderboards'),
     updateRecord: db.prepare(
       `UPDATE leaderboard_records SET username = ?, score = ?, subscore = ?, metadata = coalesce(?, metadata),
          num_score = num_score + 1, update_time = ?

@@ -1,30 +1,19 @@
 import type Database from 'better-sqlite3'
 import type { Launch, LeaderboardConfig, LeaderboardPart, LeaderboardRecord, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import { unavailableIfBusy, type Migration } from './db.js'
-import { leaderboardNotFound, overflow } from '../refusals.js'
-import { applyOperator, MAX_SCORE, nextExpiry, rankComparator } from '../../leaderboard.js'
-import { RankIndex } from './rank-index.js'
+import { overflow } from '../refusals.js'
+import { applyOperator, MAX_SCORE } from '../../leaderboard.js'
+import { BoardMemory } from './board-memory.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
-import { LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, StaleRecord, storeRecord, toRecord, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
+import { GENERATION_SQL, LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, StaleRecord, storeRecord, toRecord, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
 export const LEADERBOARD_MIGRATIONS: Migration[] = [
   { version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL },
   { version: 201, name: 'records by owner', sql: OWNER_INDEX_SQL },
+  { version: 202, name: 'board generations', sql: GENERATION_SQL },
 ]
-
-/** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
-interface Period {
-  expiry: number
-  from: number
-  index: RankIndex<Entry>
-}
-
-interface Board {
-  config: LeaderboardConfig
-  period: Period | null
-}
 
 /** Tries of a write decided on memory; each lost race means another process wrote the record. */
 const MAX_TRIES = 3
@@ -34,15 +23,13 @@ const MAX_TRIES = 3
  * when a period is first served and kept in step with every write (never a COUNT(*) per request).
  */
 export class LeaderboardStore implements LeaderboardPart {
-  #boards = new Map<string, Board>()
+  readonly #memory: BoardMemory
   readonly #sql: Statements
   readonly #commits: GroupCommit
   /** Per board and owner, the commit of the last write not yet committed. */
   readonly #uncommitted = new Map<string, Promise<void>>()
 
   readonly #currentName: (ownerId: string) => string | undefined
-  /** The file's data_version when memory last matched it: another process's commit changes it. */
-  #version: number
 
   /**
    * `currentName` gives an owner's display name now: a record carries the name of the account when
@@ -52,9 +39,9 @@ export class LeaderboardStore implements LeaderboardPart {
   constructor(readonly db: Database.Database, currentName: (ownerId: string) => string | undefined = () => undefined) {
     this.#currentName = currentName
     this.#sql = prepareStatements(db)
-    this.#version = this.#sql.dataVersion.get()!
     // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
-    this.#commits = new GroupCommit(db, () => this.#forget())
+    this.#commits = new GroupCommit(db, () => this.#memory.forget())
+    this.#memory = new BoardMemory(this.#sql, () => this.#commits.flush())
   }
 
   /** Record a launched game session (committed before it resolves). */
@@ -84,15 +71,7 @@ export class LeaderboardStore implements LeaderboardPart {
         this.db.pragma(`busy_timeout = ${waitMs}`)
       }
     }
-    const boards = new Map<string, Board>()
-    for (const c of configs) {
-      const old = this.#boards.get(c.id)
-      const same = old && old.config.operator === c.operator && old.config.sortOrder === c.sortOrder && old.config.resetSchedule === c.resetSchedule
-      boards.set(c.id, same ? old : { config: { ...c }, period: null })
-    }
-    this.#boards = boards
-    // Fill the current period of every board now, so the first request does not wait for it.
-    for (const board of boards.values()) this.#period(board, now)
+    this.#memory.replace(configs, now)
   }
 
   /**
@@ -106,6 +85,8 @@ export class LeaderboardStore implements LeaderboardPart {
         return await this.#write(write, now)
       } catch (err) {
         if (!(err instanceof StaleRecord)) throw err
+        // Memory of this board is behind the file (a writer that raised no generation, too): read it again.
+        this.#memory.board(write.leaderboardId).period = null
       }
     }
     return this.#writeAlone(write, now)
@@ -141,17 +122,17 @@ export class LeaderboardStore implements LeaderboardPart {
         return record
       }).immediate()
     } catch (err) {
-      this.#forget() // the index took the write before the transaction failed
+      this.#memory.forget() // the index took the write before the transaction failed
       throw unavailableIfBusy(err)
     }
   }
 
   /** The record a write answers and how to store it (null: no change), decided on memory made to match the file. */
   #decide(write: RecordWrite, now: number): { record: LeaderboardRecord; key: string; store: (() => void) | null } {
-    this.#follow()
-    const board = this.#board(write.leaderboardId)
+    this.#memory.follow()
+    const board = this.#memory.board(write.leaderboardId)
     const { id, operator, sortOrder } = board.config
-    const period = this.#period(board, now)
+    const period = this.#memory.period(board, now)
     const old = period.index.get(write.ownerId)
     const next = applyOperator(old, write, operator, sortOrder)
     const key = `${id}\0${write.ownerId}`
@@ -164,7 +145,11 @@ export class LeaderboardStore implements LeaderboardPart {
     const rank = period.index.set(entry) // memory first: a second write of the owner this turn builds on it
     const { expiry } = period
     const metadata = write.metadata ?? null
-    return { record: toRecord(id, entry, rank), key, store: () => storeRecord(this.#sql, { id, expiry, entry, was, metadata, now }) }
+    const store = (): void => {
+      storeRecord(this.#sql, { id, expiry, entry, was, metadata, now })
+      this.#memory.own(id, this.#sql.bumpBoard.get(id)!)
+    }
+    return { record: toRecord(id, entry, rank), key, store }
   }
 
   /**
@@ -176,9 +161,11 @@ export class LeaderboardStore implements LeaderboardPart {
    */
   renameOwner(ownerId: string, username: string): () => void {
     this.#sql.renameOwner.run(username, ownerId)
+    const bumped = this.#sql.bumpOwnerBoards.all(ownerId)
     return () => {
+      for (const { id, generation } of bumped) this.#memory.own(id, generation)
       // The entry an index holds is the one a write still queued will store: it takes the name too.
-      for (const board of this.#boards.values()) {
+      for (const board of this.#memory.boards()) {
         const entry = board.period?.index.get(ownerId)
         if (entry) entry.username = username
       }
@@ -187,9 +174,9 @@ export class LeaderboardStore implements LeaderboardPart {
 
   /** A page of the current period in rank order from the cursor, and the caller's own record. */
   async listRecords(query: RecordQuery, now: number): Promise<RecordPage> {
-    this.#follow()
-    const board = this.#board(query.leaderboardId)
-    const period = this.#period(board, now)
+    this.#memory.follow()
+    const board = this.#memory.board(query.leaderboardId)
+    const period = this.#memory.period(board, now)
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor, board.config.id, period.expiry, board.config.sortOrder)
     const { entries, more } = period.index.page(after, query.limit)
     const records = entries.map(({ key, rank }) => toRecord(board.config.id, key, rank))
@@ -205,44 +192,4 @@ export class LeaderboardStore implements LeaderboardPart {
     this.#commits.flush()
   }
 
-  /** Another process committed to the file since memory matched it: every period is read again. */
-  #follow(): void {
-    const version = this.#sql.dataVersion.get()!
-    if (version === this.#version) return
-    this.#version = version
-    this.#forget()
-  }
-
-  /** Drop every period from memory: each is read from the file again when next served. */
-  #forget(): void {
-    for (const board of this.#boards.values()) board.period = null
-  }
-
-  #board(id: string): Board {
-    const board = this.#boards.get(id)
-    if (!board) throw leaderboardNotFound(id)
-    return board
-  }
-
-  /** The period a write or read at `now` belongs to; a new period is filled from the database. */
-  #period(board: Board, now: number): Period {
-    const p = board.period
-    if (p && now >= p.from && (p.expiry === 0 || now < p.expiry)) return p
-    const expiry = nextExpiry(board.config.resetSchedule, now)
-    if (p && p.expiry === expiry) {
-      p.from = Math.min(p.from, now)
-      return p
-    }
-    board.period = { expiry, from: expiry === 0 ? -Infinity : now, index: this.#fill(board.config, expiry) }
-    return board.period
-  }
-
-  #fill(config: LeaderboardConfig, expiry: number): RankIndex<Entry> {
-    // Writes already in memory but still queued for the next commit are not in the database yet:
-    // commit them first, or the new index would lack them and a later write would build on (or
-    // insert over) a record the database already holds.
-    this.#commits.flush()
-    const entries = this.#sql.selectPeriod.all(config.id, expiry) as Entry[]
-    return RankIndex.build(entries, rankComparator(config.sortOrder))
-  }
 }

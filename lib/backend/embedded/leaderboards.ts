@@ -164,7 +164,7 @@ export class LeaderboardStore implements LeaderboardPart {
     const rank = period.index.set(entry) // memory first: a second write of the owner this turn builds on it
     const { expiry } = period
     const metadata = write.metadata ?? null
-    return { record: toRecord(id, entry, rank), key, store: () => storeRecord(this.#sql, { id, expiry, entry, was, metadata, now }) }
+    return { record: toRecord(id, entry, rank), key, store: () => storeRecord(this.#sql, { id, expiry, entry, was, metadata, now }, this.#currentName) }
   }
 
   /**

@@ -3,9 +3,10 @@ import t from 'tap'
 import Database from 'better-sqlite3'
 import { ACCOUNT_MIGRATIONS, AccountStore } from '../lib/backend/embedded/accounts.js'
 import { openDatabase } from '../lib/backend/embedded/db.js'
+import { createEmbeddedBackend } from '../lib/backend/embedded/index.js'
 import { loadPlatformConfig } from '../lib/config.js'
 import { RENAME_RULE } from '../lib/limiter.js'
-import { tempDir } from './helpers/platform.js'
+import { startPlatform, tempDir } from './helpers/platform.js'
 
 const NOW = Date.parse('2026-11-22T12:00:00Z')
 
@@ -35,4 +36,35 @@ t.test('a migration that fails part-way leaves nothing of itself: no table, no s
   t.teardown(() => db.close())
   t.equal(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'first_half'").pluck().get(), 0, 'the first statement is rolled back')
   t.equal(db.prepare('SELECT count(*) FROM schema_migrations WHERE version = 900').pluck().get(), 0, 'not recorded as applied')
+})
+
+t.test('a rename in one process between another process\'s decision on a score and its commit: the record is stored under the new name', async (t) => {
+  // Two backends on one file are two platform processes: each has its own connection and memory.
+  const dataDir = tempDir()
+  const config = loadPlatformConfig({ DATA_DIR: dataDir })
+  const scorer = createEmbeddedBackend(config)
+  const renamer = createEmbeddedBackend(config)
+  const board = { id: 'rune-best', operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: false } as const
+  for (const backend of [scorer, renamer]) await backend.syncLeaderboards([board])
+  const { userId } = await scorer.register('race_old', 'correct horse')
+  // writeRecord decides at once and commits on the next turn; the rename commits in between.
+  const first = scorer.writeRecord({ leaderboardId: 'rune-best', ownerId: userId, username: 'race_old', score: 10, subscore: 0 }, NOW)
+  await renamer.renameUser(userId, 'race_mid', RENAME_RULE, NOW)
+  await first
+  const second = scorer.writeRecord({ leaderboardId: 'rune-best', ownerId: userId, username: 'race_mid', score: 20, subscore: 0 }, NOW)
+  await renamer.renameUser(userId, 'race_new', RENAME_RULE, NOW)
+  await second
+  await scorer.close()
+  await renamer.close()
+  // The old names are free: whoever takes one must never see it on this player's score.
+  const platform = await startPlatform({ dataDir })
+  t.teardown(() => platform.stop())
+  const res = await fetch(`${platform.url}/api/leaderboards/rune-best`)
+  t.equal(res.status, 200)
+  t.same(await res.json(), {
+    success: true,
+    records: [{ owner_id: userId, username: 'race_new', score: 20, subscore: 0, rank: 1 }],
+    nextCursor: null,
+    ownRecord: null,
+  })
 })

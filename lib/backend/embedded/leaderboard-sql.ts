@@ -141,10 +141,13 @@ interface DecidedWrite {
 /**
  * Store a decided write: an UPDATE of the row only while it holds the scores decided on, or an
  * INSERT of a row that must not exist yet; StaleRecord when another process wrote it meanwhile.
- * The name is read from the entry when the statement runs: a rename may have come in between.
+ * The name is the account's as the statement runs, under the commit's write lock: a rename may
+ * have come in since the decision, in this process (it renamed the entry) or in another one (only
+ * the accounts table knows), and the old name may be someone else's by now.
  */
-export function storeRecord(sql: Statements, w: DecidedWrite): void {
+export function storeRecord(sql: Statements, w: DecidedWrite, currentName: (ownerId: string) => string | undefined): void {
   const { id, expiry, entry, was, metadata, now } = w
+  entry.username = currentName(entry.ownerId) ?? entry.username
   if (was) {
     const { changes } = sql.updateRecord.run(entry.username, entry.score, entry.subscore, metadata, now, id, expiry, entry.ownerId, was.score, was.subscore)
     if (changes !== 1) throw new StaleRecord()

@@ -146,7 +146,7 @@ export class LeaderboardStore implements LeaderboardPart {
     const { expiry } = period
     const metadata = write.metadata ?? null
     const store = (): void => {
-      storeRecord(this.#sql, { id, expiry, entry, was, metadata, now })
+      storeRecord(this.#sql, { id, expiry, entry, was, metadata, now }, this.#currentName)
       this.#memory.own(id, this.#sql.bumpBoard.get(id)!)
     }
     return { record: toRecord(id, entry, rank), key, store }

@@ -72,3 +72,22 @@ t.test('account writes while another process holds the write lock past busy_time
   // Had the refused register written anything, this one would be 409 USERNAME_TAKEN.
   t.match(await backend.register('locked_out', 'correct horse battery'), { username: 'locked_out' }, 'the same register once the file is free')
 })
+
+t.test('a write whose replay after a failed batch finds the file locked: 503, not a raw SQLITE_BUSY (500); the failure names the batch\'s records', async (t) => {
+  const db = open(path.join(tempDir(), 'db.sqlite'))
+  db.exec('CREATE TABLE scores (owner TEXT PRIMARY KEY, score INTEGER NOT NULL)')
+  const failures: string[][] = []
+  const commit = new GroupCommit(db, (keys) => failures.push(keys))
+  const insert = db.prepare('INSERT INTO scores VALUES (?, ?)')
+  let runs = 0
+  // Fails the batch with a plain error; its replay meets a lock another process took in between.
+  const locked = (): void => {
+    runs++
+    throw Object.assign(new Error(runs === 1 ? 'bad write' : 'database is locked'), { code: runs === 1 ? 'SQLITE_ERROR' : 'SQLITE_BUSY' })
+  }
+  const results = await Promise.allSettled([commit.submit(() => void insert.run('a', 1), 'board\0a'), commit.submit(locked, 'board\0b'), commit.submit(() => {}, null)])
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.match((results[1] as PromiseRejectedResult).reason, { status: 503, code: 'BACKEND_UNAVAILABLE' })
+  t.same(failures, [['board\0a', 'board\0b']], 'the keys of the failed batch')
+  db.close()
+})

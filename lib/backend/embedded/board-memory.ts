@@ -102,9 +102,16 @@ export class BoardMemory {
     else board.period = null
   }
 
-  /** Drop every period from memory: each is read from the file again when next served. */
-  forget(): void {
-    for (const board of this.#boards.values()) board.period = null
+  /** Drop the periods of the boards `ids` (every board without): each is read from the file again when next served. */
+  forget(ids?: Iterable<string>): void {
+    if (ids === undefined) {
+      for (const board of this.#boards.values()) board.period = null
+      return
+    }
+    for (const id of ids) {
+      const board = this.#boards.get(id)
+      if (board) board.period = null
+    }
   }
 
   #fill(board: Board, expiry: number): RankIndex<Entry> {

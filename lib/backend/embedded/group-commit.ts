@@ -19,8 +19,11 @@ export class GroupCommit {
   #pending: Pending[] = []
   constructor(
     readonly db: Database.Database,
-    /** Called when a batch failed, after its writes were replayed one by one (memory must be reloaded). */
-    readonly onFailure: () => void,
+    /**
+     * Called when a batch failed, after its writes were replayed one by one, with the keys of the
+     * batch's writes: the memory of those records must be reloaded (no other was touched).
+     */
+    readonly onFailure: (keys: string[]) => void,
   ) {}
 
   /** Queue `run` (synchronous SQL) for the next commit, writing the record `key`; resolves once it is committed. */
@@ -46,7 +49,7 @@ export class GroupCommit {
       if (isBusy(err)) {
         const unavailable = unavailableIfBusy(err)
         for (const write of batch) write.reject(unavailable)
-        this.onFailure()
+        this.onFailure(keysOf(batch))
         return
       }
       // One bad write must not sink the others: replay each in its own transaction, so only the
@@ -64,13 +67,19 @@ export class GroupCommit {
           this.db.transaction(write.run).immediate()
           write.resolve()
         } catch (err) {
-          if (write.key !== null) failed.set(write.key, err)
-          write.reject(err)
+          // Another process may take the lock between the batch's rollback and this write's replay.
+          const refusal = unavailableIfBusy(err)
+          if (write.key !== null) failed.set(write.key, refusal)
+          write.reject(refusal)
         }
       }
-      this.onFailure()
+      this.onFailure(keysOf(batch))
       return
     }
     for (const write of batch) write.resolve()
   }
+}
+
+function keysOf(batch: Pending[]): string[] {
+  return batch.flatMap((write) => (write.key === null ? [] : [write.key]))
 }

@@ -39,8 +39,10 @@ export class LeaderboardStore implements LeaderboardPart {
   constructor(readonly db: Database.Database, currentName: (ownerId: string) => string | undefined = () => undefined) {
     this.#currentName = currentName
     this.#sql = prepareStatements(db)
-    // A failed commit leaves memory ahead of the database: drop every index so it is reloaded.
-    this.#commits = new GroupCommit(db, () => this.#memory.forget())
+    // A failed commit leaves memory ahead of the database for the boards it wrote: drop their
+    // indexes so they are reloaded (a lost race with another process is one; the other boards,
+    // perhaps of a million records, stay).
+    this.#commits = new GroupCommit(db, (keys) => this.#memory.forget(keys.map((key) => key.slice(0, key.indexOf('\0')))))
     this.#memory = new BoardMemory(this.#sql, () => this.#commits.flush())
   }
 
@@ -122,7 +124,7 @@ export class LeaderboardStore implements LeaderboardPart {
         return record
       }).immediate()
     } catch (err) {
-      this.#memory.forget() // the index took the write before the transaction failed
+      this.#memory.forget([write.leaderboardId]) // the index took the write before the transaction failed
       throw unavailableIfBusy(err)
     }
   }

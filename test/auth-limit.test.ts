@@ -53,6 +53,17 @@ t.test('an IPv6 client counts by its /64: new addresses within it do not reset t
   t.equal((await from('::ffff:203.0.113.60').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'an IPv4 address is its own')
 })
 
+// A proxy may write an IPv4 client as IPv6 in a spelling other than Node's (::FFFF:, expanded, hex):
+// each is that IPv4 address, not the /64 0:0:0:0::/64 every such client would share.
+t.test('an IPv4 client written as IPv6 in any spelling counts as that IPv4 address, not as one /64 of them all', async (t) => {
+  for (let i = 1; i <= 10; i++) {
+    await expectError(t, await from('0:0:0:0:0:FFFF:198.51.100.7').post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', `failure ${i}`)
+  }
+  await expectError(t, await from('::ffff:c633:6407').post('/api/auth/login', { username: 'Limited', password: 'right password' }), 429, 'RATE_LIMITED', 'the same address in hex')
+  t.equal((await from('0:0:0:0:0:FFFF:198.51.100.8').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'another IPv4 address signs in')
+  t.equal((await from('198.51.100.9').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'and one written as IPv4')
+})
+
 t.test('only wrong credentials count: bad requests, taken names and successes do not', async (t) => {
   const c = from('203.0.113.20')
   for (let i = 0; i < 12; i++) {

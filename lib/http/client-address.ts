@@ -66,11 +66,20 @@ export function header(req: IncomingMessage, name: string): string | undefined {
  */
 export function addressBlock(ip: string): string {
   if (isIP(ip) !== 6) return ip
-  const [head = '', tail] = ip.toLowerCase().split('::')
+  const [head = '', tail] = ip.toLowerCase().replace(/%.*$/, '').split('::')
   const headGroups = head === '' ? [] : head.split(':')
   // The groups `::` stands for: 8 in all, an IPv4 tail (`::1.2.3.4`) counting as two.
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':')
-  const tailCount = tailGroups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0)
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailCount).fill('0'), ...tailGroups]
+  const given = [...headGroups, ...tailGroups].reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0)
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - given).fill('0'), ...tailGroups]
+  // An IPv4 client written as IPv6 (::ffff:a.b.c.d, in any spelling: upper case, expanded, in hex)
+  // is that IPv4 address: its /64 would be every IPv4 client's at once.
+  const last = groups[groups.length - 1]!
+  const words = groups.slice(0, 6).map((g) => parseInt(g, 16))
+  if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
+    if (last.includes('.')) return last
+    const low = (parseInt(groups[6]!, 16) << 16) | parseInt(last, 16)
+    return [24, 16, 8, 0].map((shift) => (low >>> shift) & 0xff).join('.')
+  }
   return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
 }

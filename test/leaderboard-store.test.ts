@@ -368,3 +368,20 @@ t.test('a lost race in the group commit reads again the board it wrote, not ever
   t.same(await scores('best-desc'), [['p1', 30]])
   t.same(await scores('set-desc'), [['p1', 10]], 'set-desc, which the batch did not write, is served from memory')
 })
+
+// The test above cannot tell memory from a fresh read (the file matches memory there): a change no
+// store makes, on another owner's record, shows which one answers.
+t.test('after its own write and rename a store answers from memory, not from a fresh read of the board', async (t) => {
+  const dir = tempDir()
+  const a = await open(dir)
+  await a.store.writeRecord(write('incr-desc', 'p1', 1), NOW)
+  await a.store.writeRecord(write('incr-desc', 'p2', 1), NOW)
+  const raw = new Database(path.join(dir, 'playfield.sqlite'))
+  t.teardown(() => raw.close())
+  raw.prepare("UPDATE leaderboard_records SET score = 50 WHERE owner_id = 'p2'").run() // no generation moves
+  const listed = async () => (await a.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.username, r.score])
+  await a.store.writeRecord(write('incr-desc', 'p1', 2), NOW)
+  t.same(await listed(), [['p1', 'name-p1', 3], ['p2', 'name-p2', 1]], 'its own write: memory')
+  a.db.transaction(() => a.store.renameOwner('p1', 'own-name'))()()
+  t.same(await listed(), [['p1', 'own-name', 3], ['p2', 'name-p2', 1]], 'its own rename: memory')
+})

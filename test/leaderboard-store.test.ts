@@ -385,3 +385,16 @@ t.test('after its own write and rename a store answers from memory, not from a f
   a.db.transaction(() => a.store.renameOwner('p1', 'own-name'))()()
   t.same(await listed(), [['p1', 'own-name', 3], ['p2', 'name-p2', 1]], 'its own rename: memory')
 })
+
+t.test('a cursor issued before cursors named the board\'s order (no `d`) still pages, in the board\'s order', async (t) => {
+  const { store } = await open()
+  for (const [owner, score] of [['c1', 30], ['c2', 20], ['c3', 10]] as const) await store.writeRecord(write('best-desc', owner, score), NOW)
+  const first = await store.listRecords({ leaderboardId: 'best-desc', limit: 1 }, NOW)
+  const fields = JSON.parse(Buffer.from(first.nextCursor!, 'base64url').toString('utf8')) as Record<string, unknown>
+  t.equal(fields.d, 'desc', 'a cursor names the order now')
+  delete fields.d
+  const legacy = Buffer.from(JSON.stringify(fields), 'utf8').toString('base64url')
+  const viaLegacy = await store.listRecords({ leaderboardId: 'best-desc', limit: 1, cursor: legacy }, NOW)
+  t.same(viaLegacy, await store.listRecords({ leaderboardId: 'best-desc', limit: 1, cursor: first.nextCursor! }, NOW), 'the same page as the new cursor gives')
+  t.same(viaLegacy.records.map((r) => r.owner_id), ['c2'])
+})

@@ -14,7 +14,8 @@ const CursorJson = Compile(
     {
       l: Type.String({ maxLength: 128 }),
       e: Type.Integer({ minimum: 0, maximum: MAX_SCORE }),
-      d: Type.Union([Type.Literal('desc'), Type.Literal('asc')]),
+      // Optional: a cursor issued before cursors named the order is read in the board's order now.
+      d: Type.Optional(Type.Union([Type.Literal('desc'), Type.Literal('asc')])),
       s: Type.Integer({ minimum: 0, maximum: MAX_SCORE }),
       u: Type.Integer({ minimum: 0, maximum: MAX_SCORE }),
       o: Type.String({ minLength: 1, maxLength: 128 }),
@@ -45,7 +46,7 @@ export function decodeCursor(cursor: string, leaderboardId: string, expiry: numb
   if (!CursorJson.Check(value)) throw invalid('cursor is not valid')
   if (value.l !== leaderboardId) throw invalid('cursor belongs to another leaderboard')
   if (value.e !== expiry) throw invalid('cursor belongs to a period that has ended')
-  if (value.d !== sortOrder) throw invalid('cursor belongs to another sort order of the leaderboard')
+  if (value.d !== undefined && value.d !== sortOrder) throw invalid('cursor belongs to another sort order of the leaderboard')
   return { score: value.s, subscore: value.u, ownerId: value.o }
 }
 

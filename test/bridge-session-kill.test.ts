@@ -23,16 +23,25 @@ function alive(sid: number): string[] {
   return out.split('\n').map((l) => l.trim()).filter((l) => l && !/^\d+ Z/.test(l))
 }
 
-/** What is left of the session once a SIGKILL sent just now has had a second to take effect. */
+/** What is left of the session once a SIGKILL sent just now has had time to take effect (up to 10 s on a loaded machine). */
 async function left(sid: number): Promise<string[]> {
-  for (let i = 0; i < 20 && alive(sid).length > 0; i++) await sleep(50)
+  for (const stop = Date.now() + 10_000; alive(sid).length > 0 && Date.now() < stop; ) await sleep(50)
   return alive(sid)
+}
+
+/**
+ * Until the session runs `args`: a command the script starts after its trap, so the trap is set.
+ * A fixed pause was not enough on a loaded machine: a SIGHUP before `trap "" HUP` ran ended bash
+ * at once, and the test saw SIGHUP where it expected SIGKILL.
+ */
+async function runs(sid: number, args: RegExp): Promise<void> {
+  for (const stop = Date.now() + 10_000; !alive(sid).some((l) => args.test(l)) && Date.now() < stop; ) await sleep(20)
 }
 
 t.test('a process that lets one SIGHUP pass gets another before the SIGKILL', async (t) => {
   // The first SIGHUP only resets the trap, as a lost SIGHUP leaves bash waiting for input.
   const s = session('trap "trap - HUP" HUP; while :; do sleep 0.05; done')
-  await sleep(200)
+  await runs(s.pid, /\bsleep 0\.05$/)
   t.ok(alive(s.pid).length >= 1, 'the session runs')
   await endSession(s.pid)
   t.equal(await s.ended, 'SIGHUP', 'ended by a second SIGHUP, not by the SIGKILL')
@@ -41,7 +50,7 @@ t.test('a process that lets one SIGHUP pass gets another before the SIGKILL', as
 
 t.test('a process that ignores SIGHUP gets SIGKILL once the grace is over, and every member of the session ends', async (t) => {
   const s = session('trap "" HUP; sleep 1000 & while :; do sleep 0.05; done')
-  await sleep(200)
+  await runs(s.pid, /\bsleep 0\.05$/)
   const started = Date.now()
   await endSession(s.pid, 500)
   t.equal(await s.ended, 'SIGKILL')

@@ -83,8 +83,11 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.keyboard.press('Enter')
   await waitForScreen(page, /size=[0-9]+x[0-9]+/)
   const before = /size=([0-9]+)x([0-9]+)/.exec(await screen(page))!
+  const cols = await page.evaluate(() => [term.cols, term.rows])
   await page.setViewportSize({ width: 700, height: 400 })
-  await page.waitForTimeout(300)
+  // Until the page has fitted the terminal to the new window (its resize frame goes out then, ahead
+  // of the keys below); a fixed 300 ms was not always enough for a loaded machine's Chromium.
+  await page.waitForFunction(([c, r]) => term.cols !== c && term.rows !== r, cols, { timeout: 15_000 })
   await page.keyboard.type('echo resized=$(stty size | tr " " x)')
   await page.keyboard.press('Enter')
   await waitForScreen(page, /resized=[0-9]+x[0-9]+/)
@@ -274,7 +277,11 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   const { page, sizes } = await shellPage('browser_paste_big')
   await page.keyboard.type('cat > big.txt')
   await page.keyboard.press('Enter')
-  await page.waitForTimeout(300)
+  // Until cat runs: a Ctrl-D that reaches the terminal while bash's readline still has it in raw
+  // mode is a plain byte for cat, not an end of file (a fixed 300 ms was a guess).
+  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
+  for (let tries = 0; !running(shellPid, 'cat') && tries < 100; tries++) await page.waitForTimeout(100)
+  t.ok(running(shellPid, 'cat'), 'the shell runs cat')
   // Sent in pieces, a program reading them got the first 1.1 MiB and the rest was refused.
   await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
   await waitForScreen(page, /paste not sent/)

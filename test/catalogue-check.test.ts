@@ -82,7 +82,7 @@ const CASES: Record<string, string[]> = {
   'bad-board-type': [`${F}: $.leaderboards.configs.main.type: must be a string`],
   'bad-sort-order': [`${F}: $.leaderboards.configs.main.sortOrder: must be one of "desc", "asc", "descending", "ascending"`],
   // JSON.parse would round it: the file would be served as 12345678901234567000.
-  'unsafe-integer': [`${F}: $.rating.count: must be <= 9007199254740991`],
+  'unsafe-integer': [`${F}: $.rating.count: must be <= 9007199254740991`, `${F}: $.leaderboards.configs.main.default: must be <= 9007199254740991`],
   'bad-version': [`${F}: $.version: must be a semantic version like 1.2.3`],
   'bad-capture': [`${F}: $.verifiedPlayCapture.source: must be one of "capture-on-demand"`],
   'several-problems': [

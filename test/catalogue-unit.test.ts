@@ -67,6 +67,8 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['0 0 * * MON-SUN', 'is not a valid cron expression: weekday range MON-SUN ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
     ['0 0 * * 5-6,0', null],
     ['0 0 * * 7', null],
+    ['0 0 * * 7-7', null],
+    ['0 0 * * sun-SUN', null],
     ['0 0 1-7 * *', null],
     ['0 0 x * *', 'is not a valid cron expression: CronPattern: configuration entry 3 (x) contains illegal characters.'],
   ]

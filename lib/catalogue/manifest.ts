@@ -46,7 +46,8 @@ const BoardConfig = strict({
   title: Type.Optional(Text),
   unit: Type.Optional(Text),
   description: Type.Optional(Text),
-  default: Type.Optional(Type.Number()),
+  // Served as written: past 2^53-1 JSON.parse rounds it, as it would a count.
+  default: Type.Optional(Type.Number({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })),
   authoritative: Type.Optional(Type.Boolean()),
   // string or null; checked as a five-field cron by rules.ts, which words the problem better.
   resetSchedule: Type.Optional(Type.Unknown()),

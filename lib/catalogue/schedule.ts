@@ -62,8 +62,9 @@ function rangeProblem(fields: string[]): string | null {
  * that never resets there, while nextResetAt says it does).
  */
 function sundayRangeProblem(weekday: string): string | null {
-  for (const [range, , end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
-    if (/^(7|sun)$/i.test(end!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
+  for (const [range, start, end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
+    // `7-7` is Sunday alone in both: only a range from another day to Sunday differs.
+    if (/^(7|sun)$/i.test(end!) && !/^(7|sun)$/i.test(start!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
   }
   return null
 }

@@ -300,21 +300,27 @@ t.test('a write that changes nothing answers the rank its record has then, not t
   t.same(answers.map((r) => [r.score, r.rank]), [[10, 4], [10, 4], [5000, 1]])
 })
 
+/** `count` stores on one file (platform processes on one DATA_DIR), and a connection that changes it as no store does. */
+async function sharedFile(t: { teardown: (fn: () => void) => void }, count: number) {
+  const dir = tempDir()
+  const stores = []
+  for (let i = 0; i < count; i++) stores.push(await open(dir))
+  const raw = new Database(path.join(dir, 'playfield.sqlite'))
+  t.teardown(() => raw.close())
+  return { a: stores[0]!, b: stores[1]!, raw }
+}
+
 // Two stores on one file are two platform processes on one DATA_DIR. A store reads a board again
 // only once another has written to it (its generation moved): not after every commit to the file,
 // such as a role granted with `bin/platform users`, which would make a board of a million records
 // block the event loop for seconds while it is read again.
 t.test('a store reads again only the boards another process wrote to, not after every commit to the file', async (t) => {
-  const dir = tempDir()
-  const a = await open(dir)
-  const b = await open(dir)
+  const { a, b, raw } = await sharedFile(t, 2)
   await a.store.writeRecord(write('best-desc', 'p1', 10), NOW)
   await a.store.writeRecord(write('set-desc', 'p1', 10), NOW)
   const scores = async (id: string) => (await a.store.listRecords({ leaderboardId: id, limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.score])
   // A change no store makes, and so no board's generation moves (an account's row, in the file's
   // terms): a store that read its boards again after it would show 77.
-  const raw = new Database(path.join(dir, 'playfield.sqlite'))
-  t.teardown(() => raw.close())
   raw.prepare("UPDATE leaderboard_records SET score = 77 WHERE owner_id = 'p1'").run()
   t.same(await scores('best-desc'), [['p1', 10]], 'an unrelated commit: best-desc is served from memory')
   t.same(await scores('set-desc'), [['p1', 10]], 'an unrelated commit: set-desc is served from memory')
@@ -329,13 +335,9 @@ t.test('a store reads again only the boards another process wrote to, not after 
 })
 
 t.test('a store keeps serving from memory after its own writes and renames, and after the other store\'s reads', async (t) => {
-  const dir = tempDir()
-  const a = await open(dir)
-  const b = await open(dir)
+  const { a, b, raw } = await sharedFile(t, 2)
   await a.store.writeRecord(write('incr-desc', 'p1', 1), NOW)
   t.same((await b.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => r.score), [1], 'the other store reads the write')
-  const raw = new Database(path.join(dir, 'playfield.sqlite'))
-  t.teardown(() => raw.close())
   raw.prepare("UPDATE leaderboard_records SET score = 50 WHERE owner_id = 'p2'").run() // nothing: no such row, no board moved
   await a.store.writeRecord(write('incr-desc', 'p1', 2), NOW)
   a.db.transaction(() => a.store.renameOwner('p1', 'own-name'))()()
@@ -349,13 +351,9 @@ t.test('a store keeps serving from memory after its own writes and renames, and 
 // the group commit's batch; only the boards that batch wrote are behind memory. Reading every board
 // again after it would block the event loop for seconds per race on a board of a million records.
 t.test('a lost race in the group commit reads again the board it wrote, not every board', async (t) => {
-  const dir = tempDir()
-  const a = await open(dir)
-  const b = await open(dir)
+  const { a, b, raw } = await sharedFile(t, 2)
   await a.store.writeRecord(write('best-desc', 'p1', 10), NOW)
   await a.store.writeRecord(write('set-desc', 'p1', 10), NOW)
-  const raw = new Database(path.join(dir, 'playfield.sqlite'))
-  t.teardown(() => raw.close())
   // No generation moves: a store that reads set-desc again would show 77.
   raw.prepare("UPDATE leaderboard_records SET score = 77 WHERE leaderboard_id = 'set-desc'").run()
   const decided = a.store.writeRecord(write('best-desc', 'p1', 30), NOW) // decided on 10, queued
@@ -372,12 +370,9 @@ t.test('a lost race in the group commit reads again the board it wrote, not ever
 // The test above cannot tell memory from a fresh read (the file matches memory there): a change no
 // store makes, on another owner's record, shows which one answers.
 t.test('after its own write and rename a store answers from memory, not from a fresh read of the board', async (t) => {
-  const dir = tempDir()
-  const a = await open(dir)
+  const { a, raw } = await sharedFile(t, 1)
   await a.store.writeRecord(write('incr-desc', 'p1', 1), NOW)
   await a.store.writeRecord(write('incr-desc', 'p2', 1), NOW)
-  const raw = new Database(path.join(dir, 'playfield.sqlite'))
-  t.teardown(() => raw.close())
   raw.prepare("UPDATE leaderboard_records SET score = 50 WHERE owner_id = 'p2'").run() // no generation moves
   const listed = async () => (await a.store.listRecords({ leaderboardId: 'incr-desc', limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.username, r.score])
   await a.store.writeRecord(write('incr-desc', 'p1', 2), NOW)

@@ -104,6 +104,33 @@ t.test('GET /api/games/{id} is the list entry plus leaderboardDetails, resolved 
   t.strictSame(disabled.leaderboardDetails, {}, '{enabled: false}: no boards')
 })
 
+t.test('nextResetAt reads a day or weekday list holding * or ? as * (unrestricted), as Nakama\'s cronexpr does', async (t) => {
+  // cronexpr (nakama-api.md §3.4) marks a day field unrestricted when any entry of its list is * or ?;
+  // then only the other day field picks the days. Found by a black-box audit: the platform read
+  // `0 0 15 * *,3` as "the 15th or any day" (every midnight), Nakama as the 15th alone.
+  const dir = tempDir()
+  const game = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  const schedules: Record<string, [string, string]> = {
+    'weekday-star-list': ['0 0 15 * *,3', '0 0 15 * *'],
+    'day-star-list': ['0 0 *,15 * 3', '0 0 * * 3'],
+    'day-question-list': ['0 0 ?,1 * 3', '0 0 * * 3'],
+    'both-restricted': ['0 0 15 * 3', '0 0 15 * 3'],
+  }
+  game.leaderboards = {
+    default: 'both-restricted',
+    ids: Object.keys(schedules),
+    configs: Object.fromEntries(Object.entries(schedules).map(([id, [schedule]]) => [id, { resetSchedule: schedule }])),
+  }
+  writeFileSync(path.join(dir, 'broken-game.json'), JSON.stringify(game))
+  const own = await startPlatform({ env: { MANIFESTS_DIR: dir } })
+  t.teardown(() => own.stop())
+  const details = json(await rawRequest(own.url, 'GET', '/api/games/broken-game')).leaderboardDetails
+  for (const [id, [schedule, meaning]] of Object.entries(schedules)) {
+    const next = new Cron(meaning, { timezone: 'UTC' }).nextRun(new Date())!.toISOString()
+    t.strictSame(details[id], { operator: 'best', sortOrder: 'desc', resetSchedule: schedule, nextResetAt: next }, `${schedule} fires as ${meaning}`)
+  }
+})
+
 t.test('an unknown game id is 404 GAME_NOT_FOUND', async (t) => {
   const res = await rawRequest(platform.url, 'GET', '/api/games/no-such-game')
   t.equal(res.status, 404)

@@ -82,10 +82,20 @@ function parse(expr: string): Cron {
       problems.clear()
       nextRuns.clear()
     }
-    cron = new Cron(expr, { timezone: 'UTC' })
+    cron = new Cron(asCronexpr(expr), { timezone: 'UTC' })
     parsed.set(expr, cron)
   }
   return cron
+}
+
+/**
+ * `expr` with a day or weekday list that holds `*` or `?` written as `*`. Nakama's cronexpr marks
+ * such a field unrestricted (any `*` or `?` entry does), so the other day field alone picks the
+ * days; croner keeps the list restricted and, both being restricted, fires on either: every day.
+ */
+function asCronexpr(expr: string): string {
+  const fields = expr.trim().split(/\s+/)
+  return fields.map((field, i) => ((i === 2 || i === 4) && field.split(',').some((entry) => entry === '*' || entry === '?') ? '*' : field)).join(' ')
 }
 
 /** The next reset after `now` (cron evaluated in UTC, CONTRACT §3), in epoch ms; null when never. */

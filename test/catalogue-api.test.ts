@@ -104,7 +104,7 @@ t.test('GET /api/games/{id} is the list entry plus leaderboardDetails, resolved 
   t.strictSame(disabled.leaderboardDetails, {}, '{enabled: false}: no boards')
 })
 
-t.test('nextResetAt reads a day or weekday list holding * or ? as * (unrestricted), as Nakama\'s cronexpr does', async (t) => {
+t.test('nextResetAt reads a day or weekday list holding * or ? as * (unrestricted), and N/step as N to the field\'s end, as Nakama\'s cronexpr does', async (t) => {
   // cronexpr (nakama-api.md §3.4) marks a day field unrestricted when any entry of its list is * or ?;
   // then only the other day field picks the days. Found by a black-box audit: the platform read
   // `0 0 15 * *,3` as "the 15th or any day" (every midnight), Nakama as the 15th alone.
@@ -115,6 +115,9 @@ t.test('nextResetAt reads a day or weekday list holding * or ? as * (unrestricte
     'day-star-list': ['0 0 *,15 * 3', '0 0 * * 3'],
     'day-question-list': ['0 0 ?,1 * 3', '0 0 * * 3'],
     'both-restricted': ['0 0 15 * 3', '0 0 15 * 3'],
+    // cronexpr's `N/step` is N to the field's largest value (weekdays end at 6, and 7 is 0).
+    'value-step': ['10/20 1/6 2/9 * *', '10-59/20 1-23/6 2-31/9 * *'],
+    'weekday-value-step': ['0 12 * * 7/2', '0 12 * * 0,2,4,6'],
   }
   game.leaderboards = {
     default: 'both-restricted',

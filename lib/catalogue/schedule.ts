@@ -88,14 +88,25 @@ function parse(expr: string): Cron {
   return cron
 }
 
+/** Each field's largest value in Nakama's cronexpr, where `N/step` ends (its weekdays are 0-6, 7 being 0). */
+const FIELD_MAX = [59, 23, 31, 12, 6]
+
 /**
- * `expr` with a day or weekday list that holds `*` or `?` written as `*`. Nakama's cronexpr marks
- * such a field unrestricted (any `*` or `?` entry does), so the other day field alone picks the
- * days; croner keeps the list restricted and, both being restricted, fires on either: every day.
+ * `expr` as croner reads what Nakama's cronexpr does. A day or weekday list that holds `*` or `?`
+ * is written as `*`: cronexpr marks such a field unrestricted, so the other day field alone picks
+ * the days, where croner keeps the list restricted and, both being restricted, fires on either
+ * (every day). `N/step`, which croner refuses, is written as the range cronexpr reads it as,
+ * `N-max/step`.
  */
 function asCronexpr(expr: string): string {
-  const fields = expr.trim().split(/\s+/)
-  return fields.map((field, i) => ((i === 2 || i === 4) && field.split(',').some((entry) => entry === '*' || entry === '?') ? '*' : field)).join(' ')
+  return expr.trim().split(/\s+/).map((field, i) => {
+    const entries = field.split(',')
+    if ((i === 2 || i === 4) && entries.some((entry) => entry === '*' || entry === '?')) return '*'
+    return entries.map((entry) => entry.replace(/^([0-9a-z]+)\/(\d+)$/i, (_, start: string, step: string) => {
+      const first = i === 4 && /^(7|sun)$/i.test(start) ? '0' : start
+      return `${first}-${FIELD_MAX[i]}/${step}`
+    })).join(',')
+  }).join(' ')
 }
 
 /** The next reset after `now` (cron evaluated in UTC, CONTRACT §3), in epoch ms; null when never. */

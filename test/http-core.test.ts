@@ -260,6 +260,13 @@ t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another chars
   t.equal(other.status, 415, 'another JSON media type')
 })
 
+t.test('a charset parameter given twice is 415, whichever comes first: a proxy may read the other one', async (t) => {
+  for (const type of ['application/json; charset=utf-16; charset=utf-8', 'application/json; charset=utf-8; CHARSET=utf-8']) {
+    const res = await post('/api/things', '{"name":"kit"}', { 'content-type': type })
+    t.strictSame([res.status, body(res)], [415, { error: 'the charset parameter is repeated', code: 'UNSUPPORTED_MEDIA_TYPE' }], type)
+  }
+})
+
 t.test('an optional body: none, an empty chunked one without a type, or JSON; anything else is refused', async (t) => {
   const none = await rawRequest(base, 'POST', '/api/optional', { 'content-length': '0' })
   t.strictSame([none.status, body(none)], [200, { success: true, got: null }])

@@ -82,3 +82,23 @@ t.test('a body that trickles in is cut with 408 REQUEST_TIMEOUT once the request
   t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
   t.ok(seconds >= 29 && seconds < 40, `cut after ${seconds} s`)
 })
+
+t.test('a GET with a body is held to the body rules: over 65,536 bytes is 413, not drained unbounded; not JSON is 415', async (t) => {
+  const big = '{"a":"' + 'x'.repeat(100_000) + '"}'
+  for (const path of ['/api/games', '/api/auth/session']) {
+    const declared = await rawRequest(platform.url, 'GET', path, { 'content-type': 'application/json', 'content-length': String(big.length) }, big)
+    t.equal(declared.status, 413, `${path}: Content-Length ${big.length}`)
+    t.strictSame(body(declared), TOO_LARGE)
+    t.equal(declared.headers['connection'], 'close')
+    const chunked = await exchange(`GET ${path} HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+      `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`)
+    t.match(chunked, /^HTTP\/1\.1 413 /, `${path}: chunked, ${big.length} bytes`)
+    t.match(chunked, /\r\n\r\n\{"error":"body larger than 65536 bytes","code":"PAYLOAD_TOO_LARGE"\}$/)
+    const text = await rawRequest(platform.url, 'GET', path, { 'content-type': 'text/plain', 'content-length': '5' }, 'hello')
+    t.strictSame([text.status, body(text)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }], `${path}: text/plain`)
+  }
+  // A small JSON object is ignored, as by the other endpoints that take no body: the GET is answered.
+  const small = await rawRequest(platform.url, 'GET', '/api/games', { 'content-type': 'application/json', 'content-length': '2' }, '{}')
+  t.equal(small.status, 200)
+  t.equal((body(small) as { success: boolean }).success, true)
+})

@@ -78,6 +78,8 @@ function jsonTypeProblem(req: IncomingMessage): string | null {
   // Node keeps the first of two Content-Type lines; a proxy before it may have read the last.
   if (headerLines(req.rawHeaders, 'content-type') > 1) return 'the Content-Type header is repeated'
   const header = req.headers['content-type']
+  // The content-type package keeps the last of two charsets; another reader may keep the first.
+  if (header !== undefined && header.split(';').filter((part) => /^\s*charset\s*=/i.test(part)).length > 1) return 'the charset parameter is repeated'
   let parsed: contentType.ParsedMediaType | null = null
   try {
     if (header !== undefined) parsed = contentType.parse(withoutEmptyParameters(header))

@@ -396,7 +396,7 @@ t.test('CORS: any origin, with Authorization, Content-Type and User-Agent, as go
   t.same([res.status, res.headers.get('cache-control')], [200, 'no-store, no-cache, must-revalidate'], 'an OPTIONS without Origin: Cache-Control')
 })
 
-t.test('reset schedules are read as cronexpr reads them: 6 fields end with a year, 7 start with seconds (§3.4)', async (t) => {
+t.test('reset schedules are read as cronexpr reads them: 6 fields end with a year, 7 start with seconds, day lists and N/step (§3.4)', async (t) => {
   const fake = await startFakeNakama({ now: () => Date.parse('2026-11-18T10:00:00Z') })
   t.teardown(() => fake.close())
   const nk = fake.runtime.nk
@@ -406,6 +406,11 @@ t.test('reset schedules are read as cronexpr reads them: 6 fields end with a yea
     ['0 12 * * * 2027', '2027-01-01T12:00:00Z'],
     ['30 0 12 * * * *', '2026-11-18T12:00:30Z'],
     ['@daily', '2026-11-19T00:00:00Z'],
+    // A day list holding * leaves the field unrestricted (the 20th alone, not "or any day");
+    // N/step runs from N to the field's end (weekdays 0-6, 7 being 0).
+    ['0 0 20 * *,3', '2026-11-20T00:00:00Z'],
+    ['0 0 1/10 * *', '2026-11-21T00:00:00Z'],
+    ['0 0 0 * * 7/3 *', '2026-11-21T00:00:00Z'],
   ] as const).entries()) {
     nk.leaderboardCreate(`c${i}`, false, 'desc', 'best', schedule, {}, true)
     t.equal(new Date(nk.leaderboardsGetId([`c${i}`])[0]!.nextReset! * 1000).toISOString().replace('.000Z', 'Z'), next, schedule)

@@ -98,7 +98,7 @@ const FIELD_MAX = [59, 23, 31, 12, 6]
  * (every day). `N/step`, which croner refuses, is written as the range cronexpr reads it as,
  * `N-max/step`.
  */
-function asCronexpr(expr: string): string {
+export function asCronexpr(expr: string): string {
   return expr.trim().split(/\s+/).map((field, i) => {
     const entries = field.split(',')
     if ((i === 2 || i === 4) && entries.some((entry) => entry === '*' || entry === '?')) return '*'

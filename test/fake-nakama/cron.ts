@@ -1,4 +1,5 @@
 import { Cron } from 'croner'
+import { asCronexpr } from '../../lib/catalogue/schedule.js'
 
 // Nakama parses reset schedules with the vendored gorhill cronexpr (internal/cronexpr, Parse;
 // nakama-api.md §3.4): 5 fields are `min hour dom month dow`, 6 add a year at the end, 7 put
@@ -17,5 +18,7 @@ export function parseSchedule(schedule: string): Cron {
   const fields = (ALIASES[trimmed] ?? trimmed).split(/\s+/).filter(Boolean)
   if (fields.length < 5) throw new Error('missing field(s)')
   const seven = fields.length === 5 ? ['0', ...fields, '*'] : fields.length === 6 ? ['0', ...fields] : fields.slice(0, 7)
-  return new Cron(seven.join(' '), { timezone: 'UTC', mode: '7-part' })
+  // The five cron fields as croner reads cronexpr's (day lists holding `*`, `N/step`): the platform's own reading.
+  const five = asCronexpr(seven.slice(1, 6).join(' '))
+  return new Cron([seven[0], five, seven[6]].join(' '), { timezone: 'UTC', mode: '7-part' })
 }

@@ -1,6 +1,6 @@
 import { loadBridgeConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkShell, listenProblem } from '../lib/config-checks.js'
+import { checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/http/log.js'
 import { listen } from '../lib/http/listen.js'
 import { loadSecret } from '../lib/secrets.js'
@@ -32,8 +32,10 @@ async function main(): Promise<void> {
   // Root no longer, before the first connection is accepted: all that needed root, the secret in
   // DATA_DIR and the listening socket, is done, and a port in use is still reported by a process
   // that can write where it started.
+  const root = process.getuid?.() === 0
   dropPrivileges(account)
   checkShell(config.shell, account.username)
+  if (root) checkHome(account.home, account.username)
   logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
   // SIGHUP as SIGTERM: a bridge has nothing to reload, and the hang-up of the terminal that ran
   // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.

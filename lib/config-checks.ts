@@ -109,6 +109,24 @@ export function checkShell(shell: string, asUser?: string): void {
   if (problem) throw new ConfigError(`SHELL: ${JSON.stringify(shell)} ${problem}; expected an absolute path to a shell`)
 }
 
+/**
+ * A root bridge's shells start in TERMINAL_USER's home, so once it is that account it must be able
+ * to enter it: a home the account cannot reach (another owner's 0700, or /home under the terminal
+ * unit's ProtectHome=yes, as for an account `.ci/run` made) ended every shell at once otherwise.
+ */
+export function checkHome(home: string, asUser: string): void {
+  let code: string | null = null
+  try {
+    if (!statSync(home).isDirectory()) code = 'ENOTDIR'
+    else accessSync(home, constants.X_OK)
+  } catch (err) {
+    code = (err as NodeJS.ErrnoException).code ?? 'error'
+  }
+  if (code) {
+    throw new ConfigError(`TERMINAL_USER: the home directory ${JSON.stringify(home)} of ${JSON.stringify(asUser)} cannot be entered by it (${code}); expected a directory the account owns, such as /var/lib/${asUser}`)
+  }
+}
+
 /** MANIFESTS_DIR must be a readable directory: a missing one is a bad value (exit 2), not a bad catalogue (exit 1). */
 export function checkManifestsDir(dir: string): void {
   let problem: string | null = null

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { chmodSync, copyFileSync, readdirSync, readFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
@@ -308,6 +308,25 @@ t.test('configuration errors: a root bridge without TERMINAL_USER, with root, or
   )
   t.match(inRootGroup?.message, /process exited \(2\)/, 'exit code 2')
   t.equal(inRootGroup?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: "${rootGroupUser}" is a member of group 0 (root); expected an unprivileged account`)
+  // An account whose home it cannot enter: the shells' working directory. An account .ci/run made
+  // (home /home/playfield-shell) under the terminal unit's ProtectHome=yes is one; every shell
+  // then exited at once with "chdir(2) failed.: Permission denied" while the bridge ran on.
+  const homelessUser = 'playfield-homeless'
+  const lockedHome = path.join(tempDir(), 'home') // tempDir is 0700 root: the account cannot enter it
+  try {
+    execFileSync('userdel', [homelessUser], { stdio: 'ignore' }) // left by a run that was cut short
+  } catch {
+    // none
+  }
+  execFileSync('useradd', ['--no-create-home', '--home-dir', lockedHome, '--shell', '/bin/bash', homelessUser], { stdio: 'ignore' })
+  mkdirSync(lockedHome)
+  t.teardown(() => execFileSync('userdel', [homelessUser], { stdio: 'ignore' }))
+  const homeless = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', env: { ...base, TERMINAL_USER: homelessUser } }).then(
+    (started) => started.stop().then(() => null),
+    (err: Error) => err,
+  )
+  t.match(homeless?.message, /process exited \(2\)/, 'exit code 2')
+  t.equal(homeless?.message.split('before ready: ')[1]?.trim(), `config: TERMINAL_USER: the home directory ${JSON.stringify(lockedHome)} of "${homelessUser}" cannot be entered by it (EACCES); expected a directory the account owns, such as /var/lib/${homelessUser}`)
   // Started as a uid with no passwd entry (a container's --user 12345): one line, not a stack trace.
   const nameless = await startPlatform({
     // env -u: the test runner's NODE_OPTIONS preload writes to its own root-owned files at exit.

@@ -55,7 +55,14 @@ t.before(async () => {
   })
   ports.platform = platform.port
   bridge = await startUnitBridge()
-  nginx = await startNginx(ports, cert)
+  // With the PATH a non-root account gets on Debian (/etc/profile), which leaves out /usr/sbin
+  // where nginx is: `npm test` as a developer failed here with `spawnSync nginx ENOENT`. Both of
+  // startNginx's nginx runs happen before its first await, so the swap covers them and no more.
+  const rootPath = process.env.PATH
+  process.env.PATH = '/usr/local/bin:/usr/bin:/bin'
+  const started = startNginx(ports, cert)
+  process.env.PATH = rootPath
+  nginx = await started
 })
 
 t.teardown(async () => {

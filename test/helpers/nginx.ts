@@ -1,5 +1,5 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { accessSync, chmodSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import https from 'node:https'
 import http from 'node:http'
 import net from 'node:net'
@@ -10,6 +10,24 @@ export { freePort }
 
 /** The shipped nginx site (systemd/nginx.conf). */
 export const SITE_CONF = path.join(ROOT, 'systemd/nginx.conf')
+
+/**
+ * The nginx executable: from PATH, else from /usr/sbin or /sbin, where Debian installs it and
+ * which a non-root account's PATH leaves out (/etc/profile), so `npm test` finds it as a developer
+ * as it does as root.
+ */
+function nginxExecutable(): string {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/sbin']) {
+    if (!path.isAbsolute(dir)) continue
+    try {
+      accessSync(path.join(dir, 'nginx'), constants.X_OK)
+      return path.join(dir, 'nginx')
+    } catch {
+      // not here
+    }
+  }
+  return 'nginx'
+}
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made with openssl in `dir`. */
 export function makeCertificate(dir: string): { cert: string; key: string; pem: Buffer } {
@@ -96,8 +114,9 @@ export async function startNginx(ports: SitePorts, cert: { cert: string; key: st
     '',
   ].join('\n'))
   const args = ['-p', prefix, '-e', `${logDir}/error.log`, '-c', `${prefix}/nginx.conf`]
-  execFileSync('nginx', [...args, '-t', '-q'], { stdio: ['ignore', 'ignore', 'pipe'] })
-  const child = spawn('nginx', [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const nginx = nginxExecutable()
+  execFileSync(nginx, [...args, '-t', '-q'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

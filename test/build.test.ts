@@ -1,5 +1,7 @@
 import t from 'tap'
-import { readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { ROOT } from './helpers/platform.js'
 
@@ -15,4 +17,15 @@ t.test('the built TypeBox module is one bundle that loads no TypeBox module of i
   t.equal(schema.Check({ n: 1 }), true)
   t.equal(schema.Check({ n: 1.5 }), false)
   t.type(typebox.Settings.Set, 'function')
+})
+
+t.test('bin/platform and bin/terminal-bridge in a clone not yet built say so in one line, exit 1, no stack trace', async (t) => {
+  const clone = realpathSync(mkdtempSync(path.join(tmpdir(), 'unbuilt-')))
+  t.teardown(() => rmSync(clone, { recursive: true, force: true }))
+  mkdirSync(path.join(clone, 'bin'))
+  for (const name of ['platform', 'terminal-bridge']) {
+    copyFileSync(path.join(ROOT, 'bin', name), path.join(clone, 'bin', name))
+    const run = spawnSync(path.join(clone, 'bin', name), ['check'], { encoding: 'utf8' })
+    t.strictSame([run.status, run.stdout, run.stderr], [1, '', `${name}: not built yet: run npm install in ${clone}\n`], name)
+  }
 })

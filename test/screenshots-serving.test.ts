@@ -51,3 +51,33 @@ t.test('a file whose name starts with a dot is not served, though it exists and 
     t.notMatch(res.body.toString(), /draft/, `${target}: nothing of the file`)
   }
 })
+
+// Found by a security review: with SCREENSHOTS_DIR at or above DATA_DIR (SCREENSHOTS_DIR=/srv/pf,
+// DATA_DIR=/srv/pf/data), a link the capture tool's account made to DATA_DIR's secrets or database
+// stayed inside SCREENSHOTS_DIR, and /screenshots/ served the session secret to anyone.
+t.test('a link to DATA_DIR\'s secrets or database is a 404 also when SCREENSHOTS_DIR holds DATA_DIR', async (t) => {
+  for (const layout of ['parent', 'same'] as const) {
+    const shots = tempDir()
+    const dataDir = layout === 'same' ? shots : path.join(shots, 'data')
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const games = path.join(shots, 'games', 'marble-maze-lab')
+    mkdirSync(games, { recursive: true })
+    writeFileSync(path.join(games, 'notes.json'), '{"result":"visible"}\n')
+    const own = await startPlatform({ dataDir, env: { SCREENSHOTS_DIR: shots } })
+    const secret = path.join(dataDir, 'secrets', 'session-secret')
+    symlinkSync(secret, path.join(games, 'key.txt'))
+    symlinkSync(path.relative(games, secret), path.join(games, 'key-relative.txt'))
+    symlinkSync(path.join(dataDir, 'playfield.sqlite'), path.join(games, 'db.txt'))
+    try {
+      const served = await rawRequest(own.url, 'GET', '/screenshots/games/marble-maze-lab/notes.json')
+      t.equal(served.status, 200, `${layout}: a capture is still served`)
+      for (const file of ['key.txt', 'key-relative.txt', 'db.txt']) {
+        const res = await rawRequest(own.url, 'GET', `/screenshots/games/marble-maze-lab/${file}`)
+        t.equal(res.status, 404, `${layout}: ${file}`)
+        t.match(res.headers['content-type'], /^text\/html/, `${layout}: ${file}`)
+      }
+    } finally {
+      await own.stop()
+    }
+  }
+})

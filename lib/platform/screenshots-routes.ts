@@ -34,9 +34,10 @@ const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
  */
 export function screenshotsRoutes(router: Router, app: App): void {
   const root = path.resolve(app.config.screenshotsDir)
+  const dataDir = path.resolve(app.config.dataDir)
   router.add('GET', '/screenshots/games/:id/:file', async ({ req, res, params }) => {
     const { id, file } = params as { id: string; file: string }
-    const found = await captureFile(root, id, file)
+    const found = await captureFile(root, dataDir, id, file)
     if (!found) throw new HttpError(404, 'NOT_FOUND', 'no such screenshot')
     await sendFile(req, res, found)
   })
@@ -48,7 +49,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
       throw new HttpError(400, 'VALIDATION_FAILED', 'asset must be "image" or "metadata"', [{ path: '/asset', message: 'must be "image" or "metadata"' }])
     }
     if (!app.catalogue().games.has(id)) throw gameNotFound(id)
-    const found = await captureFile(root, id, asset === 'image' ? 'latest.png' : 'latest.json')
+    const found = await captureFile(root, dataDir, id, asset === 'image' ? 'latest.png' : 'latest.json')
     if (!found) throw new HttpError(404, 'NOT_FOUND', `no capture of ${JSON.stringify(id)} yet`)
     await sendFile(ctx.req, ctx.res, found)
   })
@@ -70,22 +71,33 @@ interface Capture {
  * a capture replaces or removes meanwhile is still served whole (a stat, then an open, answered
  * 200 and then nothing). O_NONBLOCK: a FIFO would otherwise hold the open, and a thread-pool
  * thread, until something wrote to it.
+ *
+ * Inside SCREENSHOTS_DIR is not enough where SCREENSHOTS_DIR holds DATA_DIR (SCREENSHOTS_DIR=/srv/pf
+ * with DATA_DIR=/srv/pf/data, or the two the same): a link to DATA_DIR/secrets/session-secret or
+ * to the database then stayed inside it and was served to anyone (found by a security review).
+ * DATA_DIR's own files, the secrets and the database files at its top, are never served.
  */
-async function captureFile(root: string, id: string, file: string): Promise<Capture | null> {
+async function captureFile(root: string, dataDir: string, id: string, file: string): Promise<Capture | null> {
   const type = TYPES[path.extname(file).toLowerCase()]
   if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || type === undefined) return null
   const full = path.join(root, 'games', id, file)
   const handle = await open(full, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
   if (!handle) return null
-  const [real, realRoot, info] = await Promise.all([
+  const [real, realRoot, realData, info] = await Promise.all([
     // Without /proc (a container that does not mount it), the path resolved now: still no link out.
     readlink(`/proc/self/fd/${handle.fd}`).catch(() => realpath(full)).catch(() => null),
     realpath(root).catch(() => null),
+    realpath(dataDir).catch(() => path.resolve(dataDir)),
     handle.stat().catch(() => null),
   ])
-  if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && info?.isFile()) return { handle, info, type }
+  if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && !ownDataFile(real, realData) && info?.isFile()) return { handle, info, type }
   await handle.close()
   return null
+}
+
+/** Whether `real` is one of DATA_DIR's own files: under DATA_DIR/secrets, or at DATA_DIR's top (the database, its WAL). */
+function ownDataFile(real: string, realData: string): boolean {
+  return real.startsWith(path.join(realData, 'secrets') + path.sep) || path.dirname(real) === realData
 }
 
 /** A file with a weak ETag (304 on If-None-Match), a minute of caching, its type, and no body for HEAD. */

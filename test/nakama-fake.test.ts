@@ -74,8 +74,8 @@ t.test('logout checks every token it is given, as Nakama does: an expired or for
   const uid = claims(s.token).uid as string
   const expired = signToken({ ...claims(s.token), exp: Math.floor(Date.now() / 1000) - 1 }, 'fake-encryption-key')
   const nk = fake.runtime.nk
-  t.throws(() => nk.sessionLogout(uid, expired, s.refresh_token), { message: 'Session token invalid.' }, 'runtime: an expired session token fails the call')
-  t.throws(() => nk.sessionLogout(uid, undefined, other.refresh_token), { message: 'Refresh token invalid.' }, "runtime: another user's token fails it")
+  t.throws(() => nk.sessionLogout(uid, expired, s.refresh_token), { message: 'failed to logout: session token invalid' }, 'runtime: an expired session token fails the call')
+  t.throws(() => nk.sessionLogout(uid, undefined, other.refresh_token), { message: 'failed to logout: refresh token invalid' }, "runtime: another user's token fails it")
   t.throws(() => nk.sessionLogout(uid, null, s.refresh_token), TypeError, 'runtime: null is not absent')
   const refresh = async (token: string) => post(fake, '/v2/account/session/refresh', { token }, basic(fake.serverKey))
   t.equal((await refresh(s.refresh_token)).status, 200, 'nothing was invalidated by the failed calls')

@@ -140,7 +140,7 @@ export class Api {
     const token = stringField(body, 'token') ?? ''
     if (token === '') throw new FakeError(3, 'Refresh token is required.')
     const claims = verifyToken(token, this.session.refreshEncryptionKey, Math.floor(this.state.now() / 1000))
-    if (!claims || this.state.blacklist.has(claims.tid)) throw new FakeError(16, 'Refresh token invalid or expired.')
+    if (!claims || this.state.blacklist.refresh.has(claims.tid)) throw new FakeError(16, 'Refresh token invalid or expired.')
     const user = this.state.users.get(claims.uid)
     if (!user) throw new FakeError(5, 'User account not found.')
     const vrs = stringMap(body, 'vars') ?? claims.vrs
@@ -151,20 +151,19 @@ export class Api {
     const body = parseKeepingNumbers(call.body)
     const uid = call.claims!.uid
     // protojson first: a token that is no string fails the whole call before anything is invalidated.
-    const pairs: Array<[string, string, string]> = [
-      [stringField(body, 'token') ?? '', this.session.encryptionKey, 'Session token invalid.'],
-      [stringField(body, 'refresh_token', 'refreshToken') ?? '', this.session.refreshEncryptionKey, 'Refresh token invalid.'],
+    const pairs: Array<['session' | 'refresh', string, string, string]> = [
+      ['session', stringField(body, 'token') ?? '', this.session.encryptionKey, 'Session token invalid.'],
+      ['refresh', stringField(body, 'refresh_token', 'refreshToken') ?? '', this.session.refreshEncryptionKey, 'Refresh token invalid.'],
     ]
-    const tids: string[] = []
-    for (const [token, key, message] of pairs) {
+    const removed: Array<['session' | 'refresh', string]> = []
+    for (const [kind, token, key, message] of pairs) {
       if (token === '') continue
       // parseToken checks expiry: an expired token is refused like a forged one.
       const claims = verifyToken(token, key, Math.floor(this.state.now() / 1000))
       if (!claims || claims.uid !== uid) throw new FakeError(3, message)
-      tids.push(claims.tid)
+      removed.push([kind, claims.tid])
     }
-    if (tids.length === 0) tids.push(...(this.state.issued.get(uid) ?? []))
-    for (const tid of tids) this.state.blacklist.add(tid)
+    this.state.logOut(uid, removed)
     return { json: {} }
   }
 

@@ -281,15 +281,15 @@ function createNk(state: FakeState, keys: TokenKeys) {
       }
       const [session, refresh] = [text(token, 'token'), text(refreshToken, 'refresh token')]
       const nowSec = Math.floor(state.now() / 1000)
-      const tids: string[] = []
-      for (const [given, key, message] of [[session, keys.encryptionKey, 'Session token invalid.'], [refresh, keys.refreshEncryptionKey, 'Refresh token invalid.']] as const) {
+      const removed: Array<['session' | 'refresh', string]> = []
+      // ErrSessionTokenInvalid / ErrRefreshTokenInvalid, wrapped as the runtime wraps them ("failed to logout: %s").
+      for (const [kind, given, key, message] of [['session', session, keys.encryptionKey, 'session token invalid'], ['refresh', refresh, keys.refreshEncryptionKey, 'refresh token invalid']] as const) {
         if (given === '') continue
         const claims = verifyToken(given, key, nowSec)
-        if (!claims || claims.uid !== userId) throw new Error(message)
-        tids.push(claims.tid)
+        if (!claims || claims.uid !== userId) throw new Error(`failed to logout: ${message}`)
+        removed.push([kind, claims.tid])
       }
-      if (session === '' && refresh === '') tids.push(...(state.issued.get(userId) ?? []))
-      for (const tid of tids) state.blacklist.add(tid)
+      state.logOut(userId, removed)
     },
   }
 }

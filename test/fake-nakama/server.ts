@@ -88,7 +88,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
   // parseBearerAuth plus the session cache: anything but a valid, unrevoked "Bearer <JWT>" is invalid.
   const bearer = (header: string): Call['claims'] => {
     const claims = header.startsWith('Bearer ') ? verifyToken(header.slice(7), session.encryptionKey, Math.floor(state.now() / 1000)) : null
-    if (!claims || state.blacklist.has(claims.tid)) throw new FakeError(16, 'Auth token invalid')
+    if (!claims || state.blacklist.session.has(claims.tid)) throw new FakeError(16, 'Auth token invalid')
     return claims
   }
   // RpcFuncHttp writes its own bodies: {"error","message","code"} (nakama-api.md §1.9).
@@ -235,7 +235,8 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
     stop, start: listen,
     async restart() {
       await stop()
-      state.blacklist.clear()
+      state.blacklist.session.clear()
+      state.blacklist.refresh.clear()
       // A real restart takes seconds: let clients in this process see their sockets close first.
       await new Promise((resolve) => setTimeout(resolve, 50))
       await listen()

@@ -70,8 +70,12 @@ export interface Flavour {
 export class FakeState {
   readonly users = new Map<string, User>()
   readonly storage = new Map<string, StorageObject>()
-  /** Logged-out token ids: in memory only, lost on restart (nakama-api.md §1.3). */
-  readonly blacklist = new Set<string>()
+  /**
+   * Logged-out token ids: in memory only, lost on restart (nakama-api.md §1.3). Session and refresh
+   * tokens apart, as LocalSessionCache keeps them (server/session_cache.go: Remove puts an id only
+   * in the map of the token it was given; IsValidSession and IsValidRefresh each read their own).
+   */
+  readonly blacklist = { session: new Set<string>(), refresh: new Set<string>() }
   readonly issued = new Map<string, Set<string>>()
   readonly leaderboards: Leaderboards
 
@@ -88,6 +92,22 @@ export class FakeState {
     const user: User = { id: randomUUID(), username: name, langTag: 'en', createTime: t, updateTime: t, ...fields }
     this.users.set(user.id, user)
     return user
+  }
+
+  /**
+   * core_session.go SessionLogout on LocalSessionCache (server/session_cache.go): each token given
+   * invalidates its id in its own kind's list only (Remove); with none given, every token of the
+   * user, of both kinds, is (RemoveAll).
+   */
+  logOut(uid: string, removed: Array<['session' | 'refresh', string]>): void {
+    if (removed.length === 0) {
+      for (const tid of this.issued.get(uid) ?? []) {
+        this.blacklist.session.add(tid)
+        this.blacklist.refresh.add(tid)
+      }
+      return
+    }
+    for (const [kind, tid] of removed) this.blacklist[kind].add(tid)
   }
 
   byUsername(username: string): User | undefined {

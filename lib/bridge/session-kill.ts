@@ -4,12 +4,12 @@ import { readdirSync, readFileSync } from 'node:fs'
 export const KILL_GRACE_MS = 2_000
 
 /**
- * Pids of every live process in session `sid`, from field 6 of /proc/<pid>/stat. node-pty's kill()
- * signals only the shell, and `nohup`/disowned jobs live on in their own process groups of the
- * same session, so the session is the unit that ends.
+ * Pids of every live process in each of the sessions `sids`, from field 6 of /proc/<pid>/stat, in
+ * one scan of /proc. node-pty's kill() signals only the shell, and `nohup`/disowned jobs live on in
+ * their own process groups of the same session, so the session is the unit that ends.
  */
-function sessionMembers(sid: number): number[] {
-  const members: number[] = []
+function sessionMembers(sids: ReadonlySet<number>): Map<number, number[]> {
+  const members = new Map<number, number[]>()
   for (const name of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(name)) continue
     let stat: string
@@ -22,7 +22,11 @@ function sessionMembers(sid: number): number[] {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     // A zombie (Z) or a dying process (X) has ended already; it waits only for its parent, which
     // for an orphaned job is init, to collect it.
-    if (Number(fields[3]) === sid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(name))
+    const sid = Number(fields[3])
+    if (!sids.has(sid) || fields[0] === 'Z' || fields[0] === 'X') continue
+    const list = members.get(sid)
+    if (list) list.push(Number(name))
+    else members.set(sid, [Number(name)])
   }
   return members
 }
@@ -51,28 +55,66 @@ const POLL_MS = 50
  */
 const REHUP_MS = 250
 
+/** A session being ended: its first SIGHUP is sent by the next scan (`hungUp`). */
+interface Ending {
+  sid: number
+  graceMs: number
+  hungUp: boolean
+  deadline: number
+  rehup: number
+  resolve: () => void
+}
+
+/**
+ * Every session being ended, all served by one scan of /proc per POLL_MS. A scan each (as before)
+ * cost sessions x processes reads of /proc 20 times a second: at SIGTERM with 64 sessions the
+ * synchronous reads held the event loop, and the bridge exited after 7 s, past its 5 s (found by a
+ * robustness audit).
+ */
+const endings = new Set<Ending>()
+let poll: NodeJS.Timeout | undefined
+let immediate: NodeJS.Immediate | undefined
+
+function tick(): void {
+  immediate = undefined
+  if (endings.size === 0) return
+  const members = sessionMembers(new Set([...endings].map((e) => e.sid)))
+  const now = Date.now()
+  for (const e of endings) {
+    const left = members.get(e.sid) ?? []
+    if (!e.hungUp) {
+      e.hungUp = true
+      e.deadline = now + e.graceMs
+      e.rehup = now + REHUP_MS
+      hangUp(left)
+      continue
+    }
+    if (left.length > 0 && now < e.deadline) {
+      if (now < e.rehup) continue
+      e.rehup = now + REHUP_MS
+      hangUp(left)
+      continue
+    }
+    for (const pid of left) signal(pid, 'SIGKILL')
+    endings.delete(e)
+    e.resolve()
+  }
+  if (endings.size === 0 && poll) {
+    clearInterval(poll)
+    poll = undefined
+  }
+}
+
 /**
  * End every process of the session led by `sid`: SIGHUP (and SIGCONT, so stopped jobs see it) to
- * each member now and again every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once
- * the session is empty or the SIGKILL round is done, so a shutdown waits no longer than it must.
+ * each member at once (sessions ended in one turn of the event loop share that scan) and again
+ * every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once the session is empty or the
+ * SIGKILL round is done, so a shutdown waits no longer than it must.
  */
 export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> {
-  hangUp(sessionMembers(sid))
-  const deadline = Date.now() + graceMs
-  let rehup = Date.now() + REHUP_MS
   return new Promise((resolve) => {
-    const timer = setInterval(() => {
-      const left = sessionMembers(sid)
-      const now = Date.now()
-      if (left.length > 0 && now < deadline) {
-        if (now < rehup) return
-        rehup = now + REHUP_MS
-        hangUp(left)
-        return
-      }
-      for (const pid of left) signal(pid, 'SIGKILL')
-      clearInterval(timer)
-      resolve()
-    }, POLL_MS)
+    endings.add({ sid, graceMs, hungUp: false, deadline: 0, rehup: 0, resolve })
+    immediate ??= setImmediate(tick)
+    poll ??= setInterval(tick, POLL_MS)
   })
 }

@@ -2,6 +2,7 @@ import { loadBridgeConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/http/log.js'
+import { killEndingSessions } from '../lib/bridge/session-kill.js'
 import { listen } from '../lib/http/listen.js'
 import { loadSecret } from '../lib/secrets.js'
 import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
@@ -41,7 +42,11 @@ async function main(): Promise<void> {
   // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.
   onStop(() => {
     logLine({ event: 'bridge.stopping' })
-    setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref()
+    // At the deadline, what is still in its kill grace is killed before the exit, not left running.
+    setTimeout(() => {
+      killEndingSessions()
+      process.exit(0)
+    }, SHUTDOWN_DEADLINE_MS).unref()
     void bridge.shutdown().then(() => process.exit(0))
   }, ['SIGTERM', 'SIGINT', 'SIGHUP'])
 }

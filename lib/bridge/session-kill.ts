@@ -118,3 +118,15 @@ export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> 
     poll ??= setInterval(tick, POLL_MS)
   })
 }
+
+/**
+ * SIGKILL now to every process of every session still being ended, in one scan: for a deadline
+ * that must not wait out the grace. A bridge that exits at its SIGTERM deadline while sessions are
+ * still in their grace (a loaded machine delays the rounds) would otherwise leave their jobs that
+ * ignore SIGHUP running, orphaned.
+ */
+export function killEndingSessions(): void {
+  if (endings.size === 0) return
+  const members = sessionMembers(new Set([...endings].map((e) => e.sid)))
+  for (const pids of members.values()) for (const pid of pids) signal(pid, 'SIGKILL')
+}

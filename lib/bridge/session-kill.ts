@@ -75,10 +75,15 @@ const endings = new Set<Ending>()
 let poll: NodeJS.Timeout | undefined
 let immediate: NodeJS.Immediate | undefined
 
+/** The live processes of every session being ended, by session id. */
+function endingMembers(): Map<number, number[]> {
+  return sessionMembers(new Set([...endings].map((e) => e.sid)))
+}
+
 function tick(): void {
   immediate = undefined
   if (endings.size === 0) return
-  const members = sessionMembers(new Set([...endings].map((e) => e.sid)))
+  const members = endingMembers()
   const now = Date.now()
   for (const e of endings) {
     const left = members.get(e.sid) ?? []
@@ -127,6 +132,6 @@ export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> 
  */
 export function killEndingSessions(): void {
   if (endings.size === 0) return
-  const members = sessionMembers(new Set([...endings].map((e) => e.sid)))
+  const members = endingMembers()
   for (const pids of members.values()) for (const pid of pids) signal(pid, 'SIGKILL')
 }

@@ -1,4 +1,4 @@
-import { constants, type Stats } from 'node:fs'
+import { constants, realpathSync, type Stats } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
@@ -34,10 +34,11 @@ const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
  */
 export function screenshotsRoutes(router: Router, app: App): void {
   const root = path.resolve(app.config.screenshotsDir)
-  const dataDir = path.resolve(app.config.dataDir)
+  // DATA_DIR exists from the start on (the configuration check makes it): where it really is, once.
+  const realData = realDir(app.config.dataDir)
   router.add('GET', '/screenshots/games/:id/:file', async ({ req, res, params }) => {
     const { id, file } = params as { id: string; file: string }
-    const found = await captureFile(root, dataDir, id, file)
+    const found = await captureFile(root, realData, id, file)
     if (!found) throw new HttpError(404, 'NOT_FOUND', 'no such screenshot')
     await sendFile(req, res, found)
   })
@@ -49,7 +50,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
       throw new HttpError(400, 'VALIDATION_FAILED', 'asset must be "image" or "metadata"', [{ path: '/asset', message: 'must be "image" or "metadata"' }])
     }
     if (!app.catalogue().games.has(id)) throw gameNotFound(id)
-    const found = await captureFile(root, dataDir, id, asset === 'image' ? 'latest.png' : 'latest.json')
+    const found = await captureFile(root, realData, id, asset === 'image' ? 'latest.png' : 'latest.json')
     if (!found) throw new HttpError(404, 'NOT_FOUND', `no capture of ${JSON.stringify(id)} yet`)
     await sendFile(ctx.req, ctx.res, found)
   })
@@ -77,22 +78,30 @@ interface Capture {
  * to the database then stayed inside it and was served to anyone (found by a security review).
  * DATA_DIR's own files, the secrets and the database files at its top, are never served.
  */
-async function captureFile(root: string, dataDir: string, id: string, file: string): Promise<Capture | null> {
+async function captureFile(root: string, realData: string, id: string, file: string): Promise<Capture | null> {
   const type = TYPES[path.extname(file).toLowerCase()]
   if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || type === undefined) return null
   const full = path.join(root, 'games', id, file)
   const handle = await open(full, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
   if (!handle) return null
-  const [real, realRoot, realData, info] = await Promise.all([
+  const [real, realRoot, info] = await Promise.all([
     // Without /proc (a container that does not mount it), the path resolved now: still no link out.
     readlink(`/proc/self/fd/${handle.fd}`).catch(() => realpath(full)).catch(() => null),
     realpath(root).catch(() => null),
-    realpath(dataDir).catch(() => path.resolve(dataDir)),
     handle.stat().catch(() => null),
   ])
   if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && !ownDataFile(real, realData) && info?.isFile()) return { handle, info, type }
   await handle.close()
   return null
+}
+
+/** `dir` resolved through its links, or as written when it cannot be. */
+function realDir(dir: string): string {
+  try {
+    return realpathSync(dir)
+  } catch {
+    return path.resolve(dir)
+  }
 }
 
 /** Whether `real` is one of DATA_DIR's own files: under DATA_DIR/secrets, or at DATA_DIR's top (the database, its WAL). */

@@ -1,6 +1,6 @@
 import { onReload } from '../lib/platform/reload-signal.js'
 import { loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
-import { ConfigError } from '../lib/config-error.js'
+import { exitOnConfigError } from '../lib/config-error.js'
 import { checkDirectories, checkManifestsDir, checkScreenshotsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
 import { createServer } from '../lib/http/server.js'
 import { listen } from '../lib/http/listen.js'
@@ -67,10 +67,7 @@ async function main(): Promise<void> {
     await serve(config)
   } catch (err) {
     // A bad variable, and a directory or listen address that turns out unusable (CONTRACT §1).
-    if (err instanceof ConfigError) {
-      process.stderr.write(`config: ${err.message}\n`)
-      process.exit(2)
-    }
+    exitOnConfigError(err)
     // A catalogue that cannot be served (CONTRACT §5): one line per problem, exit 1.
     if (err instanceof CatalogueInvalid) {
       process.stderr.write(err.problems.map((line) => `${line}\n`).join(''))

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { passwdEntry } from '../lib/bridge/account.js'
 
-/** `npm start`: the platform and the terminal bridge together (CONTRACT §1); Ctrl-C stops both. */
+// `npm start`: the platform and the terminal bridge together (CONTRACT §1); Ctrl-C stops both.
 const here = path.dirname(fileURLToPath(import.meta.url))
 const children = new Map<string, ChildProcess>()
 let stopping = false
@@ -45,9 +45,9 @@ run('platform', 'platform.js', ['--import', path.join(here, '../lib/platform/rel
 // A root bridge needs an unprivileged TERMINAL_USER (CONTRACT §6) and refuses to start without
 // one. For a local try-out as root, lend shells the playfield-shell account when it exists;
 // otherwise run the platform alone (the terminal answers 502) and say how to get the terminal.
-const root = process.getuid?.() === 0
-if (root && !process.env.TERMINAL_USER && passwdEntry(DEV_SHELL_ACCOUNT) !== null) process.env.TERMINAL_USER = DEV_SHELL_ACCOUNT
-if (root && !process.env.TERMINAL_USER) {
+const needsAccount = process.getuid?.() === 0 && !process.env.TERMINAL_USER
+const lend = needsAccount && passwdEntry(DEV_SHELL_ACCOUNT) !== null
+if (needsAccount && !lend) {
   process.stderr.write(
     `start: terminal bridge not started: as root it needs TERMINAL_USER=<unprivileged account> ` +
       `(e.g. useradd -m ${DEV_SHELL_ACCOUNT}); the platform runs without it\n`,
@@ -56,6 +56,7 @@ if (root && !process.env.TERMINAL_USER) {
   // The same V8 flag as bin/terminal-bridge (a small young generation bounds memory under a flood).
   const bridgeEnv = { ...process.env }
   for (const name of PLATFORM_ONLY) delete bridgeEnv[name]
+  if (lend) bridgeEnv.TERMINAL_USER = DEV_SHELL_ACCOUNT
   run('terminal-bridge', 'terminal-bridge.js', ['--max-semi-space-size=2'], bridgeEnv)
 }
 process.on('SIGINT', stop)

@@ -1,5 +1,5 @@
 import { loadBridgeConfig } from '../lib/config.js'
-import { ConfigError } from '../lib/config-error.js'
+import { exitOnConfigError } from '../lib/config-error.js'
 import { checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/http/log.js'
 import { killEndingSessions } from '../lib/bridge/session-kill.js'
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   if (config.user !== null && config.user !== account.username) logLine({ event: 'bridge.terminal_user_ignored', terminalUser: config.user, shellUser: account.username, why: 'the bridge is not root, so its shells run as its own account' })
   checkShell(config.shell)
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
-  if (config.ticketSecret === null) checkDirectories(config, true)
+  if (config.ticketSecret === null) checkDirectories(config, { readOnly: true })
   const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
   const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine })
   const port = await listen(bridge.server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
@@ -53,7 +53,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   // A bad value: one line naming the variable, exit 2 (CONTRACT §1). Anything else is a bug: its stack.
-  if (!(err instanceof ConfigError)) throw err
-  process.stderr.write(`config: ${err.message}\n`)
-  process.exit(2)
+  exitOnConfigError(err)
+  throw err
 })

@@ -11,7 +11,7 @@ import { ConfigError } from './config-error.js'
  * unless `readOnly` (the bridge only reads a secret the platform generated there), and
  * SCREENSHOTS_DIR a directory this user can read when it exists (none simply means no captures yet).
  */
-export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, readOnly = false): void {
+export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, { readOnly = false } = {}): void {
   ensureDirectory('DATA_DIR', dirs.dataDir)
   if (!readOnly) checkWritable(dirs.dataDir)
   if (dirs.screenshotsDir !== undefined) checkScreenshotsDir(dirs.screenshotsDir)

@@ -5,3 +5,10 @@
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
+
+/** For a ConfigError, its one line on stderr and exit 2 (CONTRACT §1); any other error returns. */
+export function exitOnConfigError(err: unknown): void {
+  if (!(err instanceof ConfigError)) return
+  process.stderr.write(`config: ${err.message}\n`)
+  process.exit(2)
+}

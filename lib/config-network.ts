@@ -38,13 +38,14 @@ function trustList(raw: string): BlockList {
 
 const DEFAULT_ORIGINS = 'http://127.0.0.1:3000,http://localhost:3000'
 
+// Labels as browsers pass them (WHATWG URL allows `_`, as in Docker service names), or an IPv6 address.
+const HOST_FORM = /^(\[[0-9a-f:.]+\]|[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?)(:\d+)?$/
+
 /**
  * The origins, each exactly as a browser writes it in `Origin` (lowercase host, no default port,
  * no path or query): the check compares strings, so `https://Play.Example.com:443` would match no
  * request and refuse every state-changing one. Such an entry is a bad value, with the form to use.
  */
-// Labels as browsers pass them (WHATWG URL allows `_`, as in Docker service names), or an IPv6 address.
-const HOST_FORM = /^(\[[0-9a-f:.]+\]|[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?)(:\d+)?$/
 function originList(value: string): string[] {
   return list(value).map((entry) => {
     let url: URL | null = null

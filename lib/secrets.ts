@@ -13,7 +13,7 @@ const MIN_SECRET_LENGTH = 32
  *
  * The file appears whole or not at all: it is written under a name of its own, then linked into
  * place, which fails when another process (the bridge starting beside the platform) got there
- * first. Writing it in place let a reader between the create and the write find it empty, and an
+ * first. Written in place, a reader between the create and the write could find it empty, and an
  * empty key signs tickets and tokens anyone can forge. A file that holds no usable secret
  * (someone truncated it) is a configuration error, never a key.
  */

@@ -21,7 +21,7 @@ const router = new Router()
   .add('POST', '/api/things', async ({ req, res }) => json(res, 200, { success: true, got: await readBody(req, NameBody) }))
   .add('PUT', '/api/things', ({ res }) => json(res, 200, { success: true }))
   .add('POST', '/api/any-json', async ({ req, res }) => json(res, 200, { success: true, got: await readJson(req) }))
-  .add('POST', '/api/optional', async ({ req, res }) => json(res, 200, { success: true, got: (await readJson(req, true)) ?? null }))
+  .add('POST', '/api/optional', async ({ req, res }) => json(res, 200, { success: true, got: (await readJson(req, { optional: true })) ?? null }))
   .add('GET', '/api/boom', () => {
     throw new Error('database password is hunter2')
   })

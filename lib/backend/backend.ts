@@ -9,7 +9,8 @@ export const MIN_TOKEN_LIFE_MS = 5 * 60_000
  * the Nakama backend implement it. Shaped after Nakama's API (../shared/nakama-api.md): sign-in
  * returns a session token and a refresh token, records follow Nakama's operators and ranks.
  * Errors are HttpErrors with the contract's codes (USERNAME_TAKEN, INVALID_CREDENTIALS,
- * NO_SESSION, LEADERBOARD_NOT_FOUND, BACKEND_UNAVAILABLE, RATE_LIMITED).
+ * NO_SESSION, LEADERBOARD_NOT_FOUND, USER_NOT_FOUND, VALIDATION_FAILED, BACKEND_UNAVAILABLE,
+ * RATE_LIMITED).
  */
 export interface Backend {
   readonly kind: 'embedded' | 'nakama'

@@ -1,4 +1,4 @@
-import { HttpError, rateLimited } from '../http/errors.js'
+import { HttpError, invalidField, rateLimited } from '../http/errors.js'
 
 // The contract's refusals (CONTRACT §2-3) that more than one module answers: both backends, a
 // backend and a route, or several routes. One wording each, whichever backend runs.
@@ -6,7 +6,17 @@ import { HttpError, rateLimited } from '../http/errors.js'
 /** 400 for an `incr` that would carry the stored score or subscore past 2^53-1 (CONTRACT §3), naming which. */
 export function overflow(field: 'score' | 'subscore'): HttpError {
   const message = `the stored ${field} would pass 2^53-1`
-  return new HttpError(400, 'VALIDATION_FAILED', message, [{ path: `/${field}`, message }])
+  return invalidField(`/${field}`, message)
+}
+
+/** 401 NO_SESSION: no session cookie, or a session that ended (expired, revoked, unreadable). */
+export function noSession(): HttpError {
+  return new HttpError(401, 'NO_SESSION', 'no session')
+}
+
+/** 404 for `users grant` and `revoke` naming no account. */
+export function userNotFound(username: string): HttpError {
+  return new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
 }
 
 /** 409 USERNAME_TAKEN. */

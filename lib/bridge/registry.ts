@@ -41,11 +41,6 @@ export class Registry {
     return this.#track(terminal.dispose())
   }
 
-  /** Live PTYs now. */
-  get size(): number {
-    return this.#terminals.size
-  }
-
   /** Dispose of every terminal; resolves when every session is ended, those ending already included. */
   async disposeAll(): Promise<void> {
     this.#closed = true

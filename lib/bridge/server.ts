@@ -27,7 +27,7 @@ const CLOSE_HANDSHAKE_MS = 1_000
  * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
  * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
  * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
- * read (it was cut, its shell with it). Output counts as taken when a frame that waited for room in
+ * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for room in
  * the kernel's send buffer leaves (serveConnection), or when the kernel's queue of unacknowledged
  * bytes shrank since the last beat (kernelSendQueues): both happen only on the client's
  * acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
@@ -137,9 +137,10 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     if (!parseTarget(target)) return deny(400, 'the request target is not a valid URL', claims?.username)
     // RFC 9110 §7.8: an upgrade the bridge does not offer, away from /ws (h2c, which `curl --http2`
     // asks for), is ignored and the request served as the plain one it also is: health, not a 404.
-    if (req.headers.upgrade?.toLowerCase() !== 'websocket' && target.split('?', 1)[0] !== '/ws') return reinject(server, req, socket, head)
+    const path = target.split('?', 1)[0]
+    if (req.headers.upgrade?.toLowerCase() !== 'websocket' && path !== '/ws') return reinject(server, req, socket, head)
     // Only `/ws` as written: not a path that URL parsing would make it (`/./ws`, `/x/../ws`).
-    if (target.split('?', 1)[0] !== '/ws') return deny(404, 'not found', claims?.username)
+    if (path !== '/ws') return deny(404, 'not found', claims?.username)
     if (!claims) return deny(401, 'missing, invalid or expired ticket')
     // Spent tickets are remembered in memory only: one minted before this process started may have
     // been used by the one before it (a restart within the ticket's minute), so it is refused.

@@ -66,10 +66,9 @@ interface Ending {
 }
 
 /**
- * Every session being ended, all served by one scan of /proc per POLL_MS. A scan each (as before)
- * cost sessions x processes reads of /proc 20 times a second: at SIGTERM with 64 sessions the
- * synchronous reads held the event loop, and the bridge exited after 7 s, past its 5 s (found by a
- * robustness audit).
+ * Every session being ended, all served by one scan of /proc per POLL_MS. A scan per session costs
+ * sessions x processes synchronous reads of /proc 20 times a second, which at SIGTERM with 64
+ * sessions holds the event loop past the 5 s the bridge has to exit (CONTRACT §6).
  */
 const endings = new Set<Ending>()
 let poll: NodeJS.Timeout | undefined

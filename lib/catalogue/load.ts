@@ -8,6 +8,14 @@ import { formatProblem, type Problem } from './problems.js'
 
 type Dirs = Pick<PlatformConfig, 'manifestsDir' | 'screenshotsDir'>
 
+/** A game id that can name a directory: no slash, backslash or leading dot (`..`), whatever else the schema says of it. */
+export const SAFE_ID = /^[a-z0-9][a-z0-9_-]*$/
+
+/** Where the capture tool keeps a game's files (CONTRACT §5: SCREENSHOTS_DIR/games/<id>/latest.json). */
+export function captureDir(screenshotsDir: string, id: string): string {
+  return path.join(screenshotsDir, 'games', id)
+}
+
 /**
  * One manifest file and its capture. A file that cannot be read is a problem of its own, so one run
  * still reports every other file's problems (a directory named x.json, a dangling editor link). A
@@ -23,8 +31,8 @@ function readManifest(dirs: Dirs, file: string, problems: Problem[]): ManifestFi
     return null
   }
   // Only a safe id names a directory to look in (an unsafe one fails the schema anyway).
-  if (!/^[a-z0-9][a-z0-9_-]*$/.test(id)) return { file, id, text }
-  const capturePath = path.join(dirs.screenshotsDir, 'games', id, 'latest.json')
+  if (!SAFE_ID.test(id)) return { file, id, text }
+  const capturePath = path.join(captureDir(dirs.screenshotsDir, id), 'latest.json')
   try {
     return { file, id, text, capture: { file: capturePath, text: readText(capturePath) } }
   } catch (err) {

@@ -29,11 +29,14 @@ function findProblem(expr: string): string | null {
   return null
 }
 
-// Each field's name, range and largest step. A step stops at the field's largest value, as Nakama's
-// cronexpr takes it: an hour step of 24 is refused there (croner takes it); a weekday step is at most 6.
+// Each field's name, range, and largest value in Nakama's cronexpr (its weekdays are 0-6, 7 being 0).
+// A step stops at that value, and so does `N/step`: an hour step of 24 is refused there (croner
+// takes it); a weekday step is at most 6.
 const FIELDS: readonly [string, number, number, number][] = [
   ['minute', 0, 59, 59], ['hour', 0, 23, 23], ['day', 1, 31, 31], ['month', 1, 12, 12], ['weekday', 0, 7, 6],
 ]
+/** Sunday as a weekday range's end or an `N/step`'s start, where cronexpr reads it as 0. */
+const SUNDAY = /^(7|sun)$/i
 
 /**
  * The first number out of its field's range (steps after `/` and `#` are counts, not values), a
@@ -64,7 +67,7 @@ function rangeProblem(fields: string[]): string | null {
 function sundayRangeProblem(weekday: string): string | null {
   for (const [range, start, end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
     // `7-7` is Sunday alone in both: only a range from another day to Sunday differs.
-    if (/^(7|sun)$/i.test(end!) && !/^(7|sun)$/i.test(start!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
+    if (SUNDAY.test(end!) && !SUNDAY.test(start!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
   }
   return null
 }
@@ -88,9 +91,6 @@ function parse(expr: string): Cron {
   return cron
 }
 
-/** Each field's largest value in Nakama's cronexpr, where `N/step` ends (its weekdays are 0-6, 7 being 0). */
-const FIELD_MAX = [59, 23, 31, 12, 6]
-
 /**
  * `expr` as croner reads what Nakama's cronexpr does. A day or weekday list that holds `*` or `?`
  * is written as `*`: cronexpr marks such a field unrestricted, so the other day field alone picks
@@ -103,8 +103,8 @@ export function asCronexpr(expr: string): string {
     const entries = field.split(',')
     if ((i === 2 || i === 4) && entries.some((entry) => entry === '*' || entry === '?')) return '*'
     return entries.map((entry) => entry.replace(/^([0-9a-z]+)\/(\d+)$/i, (_, start: string, step: string) => {
-      const first = i === 4 && /^(7|sun)$/i.test(start) ? '0' : start
-      return `${first}-${FIELD_MAX[i]}/${step}`
+      const first = i === 4 && SUNDAY.test(start) ? '0' : start
+      return `${first}-${FIELDS[i]![3]}/${step}`
     })).join(',')
   }).join(' ')
 }

@@ -67,6 +67,6 @@ export class Representation {
 
   #variant(encoding: 'gzip' | 'br', compressed: Buffer): Variant {
     if (compressed.length >= this.identity.body.length) return this.identity
-    return { body: compressed, length: String(compressed.length), etag: `"${this.#hash}-${encoding === 'gzip' ? 'gzip' : 'br'}"`, encoding }
+    return { body: compressed, length: String(compressed.length), etag: `"${this.#hash}-${encoding}"`, encoding }
   }
 }

@@ -108,7 +108,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true })
  * `exactNumbers` is false (a body nothing reads the numbers of), hold no number that JSON.parse
  * would silently change (400 VALIDATION_FAILED, see checkNumbers).
  */
-export async function readJson(req: IncomingMessage, optional = false, exactNumbers = true): Promise<unknown> {
+export async function readJson(req: IncomingMessage, { optional = false, exactNumbers = true } = {}): Promise<unknown> {
   // Only a Content-Length above 0 says a body is there. Anything else (none, or chunked, which may
   // still turn out empty) is read before anyone asks what it is, so an empty body is answered the
   // same whichever framing and type the client chose.
@@ -186,7 +186,7 @@ export function check<T extends TSchema>(schema: Validator<{}, T>, value: unknow
   if (schema.Check(value)) return value as Static<T>
   // TypeBox reports each key an object does not allow as a `boolean` error ("schema is false") on
   // that key, beside one `additionalProperties` error on the object, and stops after a few errors:
-  // a body with 100 extra keys had only the former, which dropped, left `details` empty. Each
+  // a body with 100 extra keys would report only the former, which, dropped, leave `details` empty. Each
   // becomes its object's "must not have additional properties", listed once.
   // A pattern is worded by its schema's `description` ("must be an integer from 1 to 100"), not
   // shown as the regular expression; so is a union that has one ("must be a JSON object, or no
@@ -222,7 +222,7 @@ const IgnoredBody = Compile(Type.Union([Type.Undefined(), Type.Object({})], { de
  * JSON object whose keys are ignored, numbers and all; any other JSON is 400 (CONTRACT §3).
  */
 export async function readIgnoredBody(req: IncomingMessage): Promise<void> {
-  check(IgnoredBody, await readJson(req, true, false))
+  check(IgnoredBody, await readJson(req, { optional: true, exactNumbers: false }))
 }
 
 /** Read a JSON body and check it against a schema in one step. */

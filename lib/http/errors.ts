@@ -17,3 +17,8 @@ export function rateLimited(message: string, waitMs: number): HttpError {
   const seconds = Math.max(1, Math.ceil(waitMs / 1000))
   return new HttpError(429, 'RATE_LIMITED', message, undefined, { 'retry-after': String(seconds) })
 }
+
+/** 400 VALIDATION_FAILED about one field, with its `details` entry (`detail` words it for the field). */
+export function invalidField(path: string, message: string, detail = message): HttpError {
+  return new HttpError(400, 'VALIDATION_FAILED', message, [{ path, message: detail }])
+}

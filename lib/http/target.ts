@@ -1,6 +1,6 @@
 // The path of a request target, taken without a URL parse where the parse would change nothing.
 
-import { HttpError } from './errors.js'
+import { invalidField } from './errors.js'
 
 const URL_BASE = 'http://platform.invalid'
 /** Paths of characters WHATWG URL parsing keeps as they are: letters, digits and `-._~!$&'()*+,;=:@/|^[]`. */
@@ -43,7 +43,7 @@ export function parseTarget(target: string): URL | null {
 export function queryParam(url: URL, name: string): string | undefined {
   const values = url.searchParams.getAll(name)
   if (values.length > 1) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `the query parameter ${name} is given more than once`, [{ path: `/${name}`, message: 'must be given at most once' }])
+    throw invalidField(`/${name}`, `the query parameter ${name} is given more than once`, 'must be given at most once')
   }
   return values[0]
 }

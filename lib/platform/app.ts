@@ -17,7 +17,7 @@ export interface Auth {
   optional(ctx: RouteContext): Promise<SessionUser | null>
 }
 
-/** Everything a route module needs, built once by bin/platform.ts. */
+/** Everything a route module needs, built once by buildRouter (routes.ts) at start. */
 export interface App {
   readonly config: Readonly<PlatformConfig>
   readonly backend: Backend

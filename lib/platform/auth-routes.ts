@@ -2,7 +2,7 @@ import { MIN_TOKEN_LIFE_MS, type BackendSession } from '../backend/backend.js'
 import { check, readIgnoredBody, readJson } from '../http/body.js'
 import { addressBlock } from '../http/client-address.js'
 import { HttpError, rateLimited } from '../http/errors.js'
-import { invalidCredentials } from '../backend/refusals.js'
+import { invalidCredentials, noSession } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
@@ -52,7 +52,7 @@ export function authRoutes(router: Router, app: App): void {
     } finally {
       if (place?.ok) await place.release(wrongCredentials, app.now())
     }
-    const roles = kind === 'login' ? ((await app.backend.getAccount(session.userId))?.roles ?? []) : []
+    const roles = checksPassword ? ((await app.backend.getAccount(session.userId))?.roles ?? []) : []
     cookie.write(ctx, stateOf(session, app.now()), app.now())
     json(ctx.res, 200, { success: true, user: { id: session.userId, username: session.username, roles } }, NO_STORE)
   }
@@ -96,7 +96,7 @@ export function authRoutes(router: Router, app: App): void {
     const account = await app.backend.getAccount(state.uid)
     if (!account) {
       cookie.clear(ctx)
-      throw new HttpError(401, 'NO_SESSION', 'no session')
+      throw noSession()
     }
     // Renamed from another session: the cookie and its backend token take the current name.
     if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())

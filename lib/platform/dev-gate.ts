@@ -33,12 +33,12 @@ export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateRes
   }
 }
 
-/**
- * Whether DEV_ACCESS_USERS lists this username: ignoring case on the embedded backend, exactly on
- * Nakama (the way each keeps names unique).
- */
+/** Whether two usernames name one account: ignoring case on the embedded backend, exactly on Nakama (the way each keeps names unique). */
+export function sameUsername(app: App, a: string, b: string): boolean {
+  return app.backend.kind === 'nakama' ? a === b : a.toLowerCase() === b.toLowerCase()
+}
+
+/** Whether DEV_ACCESS_USERS lists this username. */
 export function namedByDevAccess(app: App, username: string): boolean {
-  const exact = app.backend.kind === 'nakama'
-  const name = exact ? username : username.toLowerCase()
-  return app.config.devAccessUsers.some((entry) => (exact ? entry : entry.toLowerCase()) === name)
+  return app.config.devAccessUsers.some((entry) => sameUsername(app, entry, username))
 }

@@ -1,5 +1,5 @@
 import { check, readBody } from '../http/body.js'
-import { HttpError } from '../http/errors.js'
+import { invalidField } from '../http/errors.js'
 import { queryParam } from '../http/target.js'
 import { leaderboardNotFound } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
@@ -59,9 +59,9 @@ function listed(r: LeaderboardRecord): Pick<LeaderboardRecord, 'owner_id' | 'use
  * properties there, never merged into anything) serialized back, at most 2 KiB.
  */
 function metadataText(value: Record<string, unknown>): string {
-  if (depth(value, 0) > MAX_METADATA_DEPTH) throw invalidMetadata(`metadata is nested deeper than ${MAX_METADATA_DEPTH} levels`)
+  if (depth(value, 0) > MAX_METADATA_DEPTH) throw invalidField('/metadata', `metadata is nested deeper than ${MAX_METADATA_DEPTH} levels`)
   const text = JSON.stringify(value)
-  if (Buffer.byteLength(text, 'utf8') > MAX_METADATA_BYTES) throw invalidMetadata(`metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`)
+  if (Buffer.byteLength(text, 'utf8') > MAX_METADATA_BYTES) throw invalidField('/metadata', `metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`)
   return text
 }
 
@@ -74,8 +74,4 @@ function depth(value: unknown, level: number): number {
     if (deepest > MAX_METADATA_DEPTH) break
   }
   return deepest
-}
-
-function invalidMetadata(message: string): HttpError {
-  return new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/metadata', message }])
 }

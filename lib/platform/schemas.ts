@@ -1,3 +1,4 @@
+import { MAX_SCORE } from '../leaderboard.js'
 import { Compile, Type } from '../typebox.js'
 
 // CONTRACT §3: 3-24 characters of A-Z a-z 0-9 _ -, starting with a letter or digit. ASCII only,
@@ -47,7 +48,7 @@ export const UsernameBody = Compile(Type.Object({ username: Username }, { additi
 // (CONTRACT §3), however it looks; the catalogue holds ids to Nakama's rule when it loads.
 const LeaderboardId = Type.String()
 // CONTRACT §3: integers 0..2^53-1 (Nakama stores non-negative int64; JS keeps them exact to here).
-const Score = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+const Score = Type.Integer({ minimum: 0, maximum: MAX_SCORE })
 
 /** `POST /api/leaderboards/submit`: metadata must be an object; its size and depth are checked by the route. */
 export const SubmitBody = Compile(

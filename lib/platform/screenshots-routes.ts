@@ -4,10 +4,11 @@ import { open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Router } from '../http/router.js'
-import { HttpError } from '../http/errors.js'
+import { HttpError, invalidField } from '../http/errors.js'
 import { queryParam } from '../http/target.js'
 import { noneMatchHits } from '../http/etag.js'
 import { gameNotFound } from '../backend/refusals.js'
+import { captureDir, SAFE_ID } from '../catalogue/load.js'
 import type { App } from './app.js'
 
 const TYPES: Record<string, string> = {
@@ -20,7 +21,6 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 }
 // Params arrive decoded: a slash, a backslash or a leading dot (`..`) never names a file here.
-const SAFE_ID = /^[a-z0-9][a-z0-9_-]*$/
 const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 
 /**
@@ -47,7 +47,7 @@ export function screenshotsRoutes(router: Router, app: App): void {
     const id = ctx.params.id!
     const asset = queryParam(ctx.url, 'asset') ?? 'metadata'
     if (asset !== 'image' && asset !== 'metadata') {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'asset must be "image" or "metadata"', [{ path: '/asset', message: 'must be "image" or "metadata"' }])
+      throw invalidField('/asset', 'asset must be "image" or "metadata"', 'must be "image" or "metadata"')
     }
     if (!app.catalogue().games.has(id)) throw gameNotFound(id)
     const found = await captureFile(root, realData, id, asset === 'image' ? 'latest.png' : 'latest.json')
@@ -66,22 +66,22 @@ interface Capture {
 /**
  * The file SCREENSHOTS_DIR/games/<id>/<file>, open, or null when it is missing, of an unknown
  * type, not a regular file, or not inside SCREENSHOTS_DIR. The names cannot leave the directory,
- * but a link can (the capture tool's account writes there: a link to DATA_DIR/secrets served the
- * session secret), so the file opened is checked where it really is: the path of the descriptor,
- * read from /proc, is immune to a link swapped in after a check. Opened before it is read, a file
- * a capture replaces or removes meanwhile is still served whole (a stat, then an open, answered
- * 200 and then nothing). O_NONBLOCK: a FIFO would otherwise hold the open, and a thread-pool
+ * but a link can (the capture tool's account writes there: a link to DATA_DIR/secrets would serve
+ * the session secret), so the file opened is checked where it really is: the path of the
+ * descriptor, read from /proc, is immune to a link swapped in after a check. Opened before it is
+ * read, a file a capture replaces or removes meanwhile is still served whole (a stat and then an
+ * open could answer 200 and then nothing). O_NONBLOCK: a FIFO would otherwise hold the open, and a thread-pool
  * thread, until something wrote to it.
  *
  * Inside SCREENSHOTS_DIR is not enough where SCREENSHOTS_DIR holds DATA_DIR (SCREENSHOTS_DIR=/srv/pf
  * with DATA_DIR=/srv/pf/data, or the two the same): a link to DATA_DIR/secrets/session-secret or
- * to the database then stayed inside it and was served to anyone (found by a security review).
+ * to the database stays inside it, and would be served to anyone.
  * DATA_DIR's own files, the secrets and the database files at its top, are never served.
  */
 async function captureFile(root: string, realData: string, id: string, file: string): Promise<Capture | null> {
   const type = TYPES[path.extname(file).toLowerCase()]
   if (!SAFE_ID.test(id) || !SAFE_FILE.test(file) || type === undefined) return null
-  const full = path.join(root, 'games', id, file)
+  const full = path.join(captureDir(root, id), file)
   const handle = await open(full, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
   if (!handle) return null
   const [real, realRoot, info] = await Promise.all([

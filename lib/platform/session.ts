@@ -2,6 +2,7 @@ import { parseCookie, stringifySetCookie } from 'cookie'
 import type { PlatformConfig } from '../config.js'
 import type { Backend, BackendSession } from '../backend/backend.js'
 import { HttpError } from '../http/errors.js'
+import { noSession } from '../backend/refusals.js'
 import type { RouteContext } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
 import { decodeJsonPart } from '../signed.js'
@@ -126,7 +127,7 @@ export async function activeSession(config: Readonly<PlatformConfig>, backend: B
 /** The request's active session state (activeSession); else 401 NO_SESSION. */
 export async function requireSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState> {
   const state = await activeSession(config, backend, ctx, now)
-  if (!state) throw new HttpError(401, 'NO_SESSION', 'no session')
+  if (!state) throw noSession()
   return state
 }
 

@@ -6,7 +6,7 @@ import type { Router } from '../http/router.js'
 import { usernameTaken } from '../backend/refusals.js'
 import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
-import { namedByDevAccess } from './dev-gate.js'
+import { namedByDevAccess, sameUsername } from './dev-gate.js'
 import { UsernameBody } from './schemas.js'
 import { renamedState, requireSession, sessionCookie } from './session.js'
 
@@ -42,8 +42,7 @@ export function userRoutes(router: Router, app: App): void {
 async function keepListedNames(app: App, userId: string, username: string): Promise<void> {
   if (app.config.devAccessUsers.length === 0) return
   const current = (await app.backend.getAccount(userId))?.username ?? ''
-  const same = app.backend.kind === 'nakama' ? current === username : current.toLowerCase() === username.toLowerCase()
-  if (same) return
+  if (sameUsername(app, current, username)) return
   if (namedByDevAccess(app, current)) {
     throw new HttpError(403, 'FORBIDDEN', 'this username is listed in DEV_ACCESS_USERS and cannot change while it is listed')
   }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
 import { HttpError } from '../../http/errors.js'
-import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.js'
+import { invalidCredentials, tooManyRenames, userNotFound, usernameTaken } from '../refusals.js'
 import type { Rule } from '../../limiter.js'
 import { loadSecret } from '../../secrets.js'
 import type { Account, AccountPart, BackendSession } from '../backend.js'
@@ -205,7 +205,7 @@ export class AccountStore implements AccountPart {
 
   #named(username: string): Row {
     const row = this.#byName(username)
-    if (!row) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
+    if (!row) throw userNotFound(username)
     return row
   }
 

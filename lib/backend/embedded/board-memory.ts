@@ -102,12 +102,8 @@ export class BoardMemory {
     else board.period = null
   }
 
-  /** Drop the periods of the boards `ids` (every board without): each is read from the file again when next served. */
-  forget(ids?: Iterable<string>): void {
-    if (ids === undefined) {
-      for (const board of this.#boards.values()) board.period = null
-      return
-    }
+  /** Drop the periods of the boards `ids`: each is read from the file again when next served. */
+  forget(ids: Iterable<string>): void {
     for (const id of ids) {
       const board = this.#boards.get(id)
       if (board) board.period = null

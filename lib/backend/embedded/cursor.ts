@@ -1,5 +1,6 @@
 import { Compile, Type } from '../../typebox.js'
-import { HttpError } from '../../http/errors.js'
+import { invalidField } from '../../http/errors.js'
+import { decodeJsonPart } from '../../signed.js'
 import { MAX_SCORE, type RankKey, type SortOrder } from '../../leaderboard.js'
 
 /** Where a page ended: the leaderboard, its period and order, and the last record's rank key. */
@@ -37,19 +38,10 @@ export function encodeCursor(at: CursorPosition): string {
  * reload reversed it (its position would start the next page in the wrong place).
  */
 export function decodeCursor(cursor: string, leaderboardId: string, expiry: number, sortOrder: SortOrder): RankKey {
-  let value: unknown
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-  } catch {
-    throw invalid('cursor is not valid')
-  }
-  if (!CursorJson.Check(value)) throw invalid('cursor is not valid')
-  if (value.l !== leaderboardId) throw invalid('cursor belongs to another leaderboard')
-  if (value.e !== expiry) throw invalid('cursor belongs to a period that has ended')
-  if (value.d !== undefined && value.d !== sortOrder) throw invalid('cursor belongs to another sort order of the leaderboard')
+  const value = decodeJsonPart(cursor)
+  if (!CursorJson.Check(value)) throw invalidField('/cursor', 'cursor is not valid')
+  if (value.l !== leaderboardId) throw invalidField('/cursor', 'cursor belongs to another leaderboard')
+  if (value.e !== expiry) throw invalidField('/cursor', 'cursor belongs to a period that has ended')
+  if (value.d !== undefined && value.d !== sortOrder) throw invalidField('/cursor', 'cursor belongs to another sort order of the leaderboard')
   return { score: value.s, subscore: value.u, ownerId: value.o }
-}
-
-function invalid(message: string): HttpError {
-  return new HttpError(400, 'VALIDATION_FAILED', message, [{ path: '/cursor', message }])
 }

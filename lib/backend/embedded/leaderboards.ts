@@ -15,7 +15,7 @@ export const LEADERBOARD_MIGRATIONS: Migration[] = [
   { version: 202, name: 'board generations', sql: GENERATION_SQL },
 ]
 
-/** Tries of a write decided on memory; each lost race means another process wrote the record. */
+/** Tries of a write in all: MAX_TRIES - 1 decided on memory (a lost race means another process wrote the record), then one in a transaction of its own. */
 const MAX_TRIES = 3
 
 /**
@@ -79,7 +79,7 @@ export class LeaderboardStore implements LeaderboardPart {
   /**
    * Write with the board's operator (Nakama semantics); committed before it resolves. When another
    * process wrote the record between decision and commit, the commit changes nothing (storeRecord)
-   * and the write is decided again; after MAX_TRIES such races, in one transaction of its own.
+   * and the write is decided again; after MAX_TRIES - 1 such races, in one transaction of its own.
    */
   async writeRecord(write: RecordWrite, now: number): Promise<LeaderboardRecord> {
     for (let tries = 1; tries < MAX_TRIES; tries++) {

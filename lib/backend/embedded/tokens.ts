@@ -1,4 +1,5 @@
 import { decodeJsonPart, sign, signedByOneOf } from '../../signed.js'
+import { Compile, Type } from '../../typebox.js'
 
 /** The claims of a game-backend token, named as Nakama names them (nakama-api.md §2). */
 export interface TokenClaims {
@@ -13,6 +14,8 @@ export interface TokenClaims {
   /** Issued at, Unix seconds (Nakama 3.25+). */
   iat: number
 }
+
+const Claims = Compile(Type.Object({ tid: Type.String(), uid: Type.String(), usn: Type.String(), exp: Type.Integer(), iat: Type.Integer() }))
 
 // Nakama's header, byte for byte, so a front-end's JWT reader sees what it sees from Nakama.
 const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')
@@ -38,14 +41,7 @@ export function verifyToken(token: string, keys: readonly string[], nowMs: numbe
   const head = decodeJsonPart(header)
   if (!head || head.alg !== 'HS256') return null
   const claims = decodeJsonPart(payload)
-  if (!claims || !isClaims(claims)) return null
+  if (!Claims.Check(claims)) return null
   if (claims.exp * 1000 <= nowMs) return null
   return { tid: claims.tid, uid: claims.uid, usn: claims.usn, exp: claims.exp, iat: claims.iat }
-}
-
-function isClaims(c: Record<string, unknown>): c is Record<string, unknown> & TokenClaims {
-  return (
-    typeof c.tid === 'string' && typeof c.uid === 'string' && typeof c.usn === 'string' &&
-    Number.isInteger(c.exp) && Number.isInteger(c.iat)
-  )
 }

@@ -1,11 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { HttpError } from '../../http/errors.js'
-import { invalidCredentials, tooManyRenames, usernameTaken } from '../refusals.js'
+import { invalidCredentials, noSession, tooManyRenames, userNotFound, usernameTaken } from '../refusals.js'
 import { logLine } from '../../http/log.js'
 import type { Rule } from '../../limiter.js'
 import type { TSchema } from '../../typebox.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'
-import { decodeClaims, noSession, toBackendSession, type Claims } from './claims.js'
+import { decodeClaims, toBackendSession, type Claims } from './claims.js'
 import { AccountAnswer, AccountsAnswer, AnyAnswer, RenameAnswer, RoleAnswer, SessionAnswer, TimesAnswer } from './answers.js'
 import type { NakamaClient, RequestOptions } from './client.js'
 import { backendUnavailable, NakamaError } from './errors.js'
@@ -165,7 +164,7 @@ export class NakamaAccounts implements AccountPart {
   }
 
   async getAccount(userId: string): Promise<Account | null> {
-    return (await this.client.rpc('playfield_get_account', { userId }, AccountAnswer, true)).account
+    return (await this.client.rpc('playfield_get_account', { userId }, AccountAnswer, { idempotent: true })).account
   }
 
   /** One module call: bucket taken with a storage-version check, rename, token given back if refused. */
@@ -192,12 +191,12 @@ export class NakamaAccounts implements AccountPart {
   }
 
   async listPrivileged(): Promise<Account[]> {
-    return (await this.client.rpc('playfield_list_privileged', {}, AccountsAnswer, true)).accounts
+    return (await this.client.rpc('playfield_list_privileged', {}, AccountsAnswer, { idempotent: true })).accounts
   }
 
   async #setRole(username: string, role: string, grant: boolean): Promise<Account> {
     const out = await this.client.rpc('playfield_set_role', { username, role, grant }, RoleAnswer)
-    if (!('account' in out)) throw new HttpError(404, 'USER_NOT_FOUND', `no user "${username}"`)
+    if (!('account' in out)) throw userNotFound(username)
     return out.account
   }
 }

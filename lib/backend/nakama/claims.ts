@@ -1,4 +1,3 @@
-import { HttpError } from '../../http/errors.js'
 import type { BackendSession } from '../backend.js'
 import { decodeJsonPart } from '../../signed.js'
 
@@ -26,9 +25,4 @@ export function toBackendSession(session: { token: string; refresh_token: string
   const claims = decodeClaims(session.token)
   if (!claims || !decodeClaims(session.refresh_token)) return null
   return { token: session.token, refreshToken: session.refresh_token, userId: claims.uid, username: claims.usn, expiresAt: claims.exp * 1000 }
-}
-
-/** 401 NO_SESSION: the refresh token is expired, revoked or unreadable. */
-export function noSession(): HttpError {
-  return new HttpError(401, 'NO_SESSION', 'no session')
 }

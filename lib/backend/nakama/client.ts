@@ -69,7 +69,7 @@ export class NakamaClient {
   }
 
   /** Call a runtime RPC of nakama/modules/playfield.js with the HTTP key, JSON in and out (unwrap). */
-  rpc<T extends TSchema>(id: string, payload: unknown, answer: Validator<{}, T>, idempotent = false): Promise<Static<T>> {
+  rpc<T extends TSchema>(id: string, payload: unknown, answer: Validator<{}, T>, { idempotent = false } = {}): Promise<Static<T>> {
     // `?unwrap` as nakama-api.md §1.9 writes it: the key present, with no value (URLSearchParams would write `unwrap=`).
     return this.request('POST', `/v2/rpc/${id}?unwrap`, { body: payload, auth: 'http', idempotent, answer })
   }

@@ -3,6 +3,9 @@ import { HttpError } from '../../http/errors.js'
 /** How a request authenticates (nakama-api.md §1.0): server key, runtime HTTP key, or a session. */
 export type NakamaAuth = 'server' | 'http' | { bearer: string }
 
+/** What users read whenever the game backend fails them, whatever the cause (that goes to the log). */
+const UNAVAILABLE = 'the game backend is unavailable; try again shortly'
+
 /** A refusal of Nakama that the caller said it maps (`expected`): its HTTP status, gRPC code and message. */
 export class NakamaError extends Error {
   override name = 'NakamaError'
@@ -26,7 +29,7 @@ export class NakamaUnexpected extends HttpError {
     readonly answerStatus: number,
     readonly problem: string,
   ) {
-    super(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
+    super(503, 'BACKEND_UNAVAILABLE', UNAVAILABLE)
   }
 }
 
@@ -46,7 +49,7 @@ export class NakamaMisconfigured extends HttpError {
     readonly variable: keyof typeof FIXES,
     readonly problem: string,
   ) {
-    super(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
+    super(503, 'BACKEND_UNAVAILABLE', UNAVAILABLE)
   }
 
   /** What the variable must be. */
@@ -57,7 +60,7 @@ export class NakamaMisconfigured extends HttpError {
 
 /** The contract's answer whenever Nakama cannot be reached or fails on its side (CONTRACT §4). */
 export function backendUnavailable(): HttpError {
-  return new HttpError(503, 'BACKEND_UNAVAILABLE', 'the game backend is unavailable; try again shortly')
+  return new HttpError(503, 'BACKEND_UNAVAILABLE', UNAVAILABLE)
 }
 
 /**

@@ -1,6 +1,6 @@
 import { resetTimes } from '../../catalogue/schedule.js'
 import { leaderboardNotFound, overflow } from '../refusals.js'
-import { HttpError } from '../../http/errors.js'
+import { HttpError, invalidField } from '../../http/errors.js'
 import { logLine } from '../../http/log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import { LaunchAnswer, PageAnswer, SyncAnswer, WriteAnswer } from './answers.js'
@@ -74,10 +74,10 @@ export class NakamaLeaderboards implements LeaderboardPart {
 
   /** Listed with the HTTP key, so anonymous readers work too; the module always sends `limit`. */
   async listRecords(query: RecordQuery): Promise<RecordPage> {
-    const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc('playfield_list_records', query, PageAnswer, true))
+    const out = await this.#onBoard(query.leaderboardId, () => this.client.rpc('playfield_list_records', query, PageAnswer, { idempotent: true }))
     if (!('error' in out)) return { records: out.records, nextCursor: out.nextCursor, ownRecord: out.ownRecord }
     if (out.error === 'LEADERBOARD_NOT_FOUND') throw leaderboardNotFound(query.leaderboardId)
-    throw new HttpError(400, 'VALIDATION_FAILED', 'cursor is invalid or expired', [{ path: '/cursor', message: 'invalid or expired cursor' }])
+    throw invalidField('/cursor', 'cursor is invalid or expired', 'invalid or expired cursor')
   }
 
   async recordLaunch(launch: Launch): Promise<void> {

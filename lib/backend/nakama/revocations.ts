@@ -24,7 +24,7 @@ export class Revocations {
   async isRevoked(uid: string, tid: string, now: number): Promise<boolean> {
     const hit = this.#cache.get(tid)
     if (hit && hit.until > now) return hit.revoked
-    const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid }, RevokedAnswer, true)
+    const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid }, RevokedAnswer, { idempotent: true })
     this.#remember(tid, { revoked: answer.revoked, until: now + ACTIVE_TTL_MS })
     return answer.revoked
   }

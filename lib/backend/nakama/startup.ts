@@ -23,7 +23,7 @@ export async function checkNakama(client: NakamaClient, config: NakamaConfig): P
     answer: SessionAnswer, expected: (refusal) => refusal.status === 404 && refusal.grpcCode === 5,
   }))
   if (!answered(first, config)) return
-  answered(await settle(client.rpc('playfield_get_account', { userId: NIL_USER }, AccountAnswer, true)), config)
+  answered(await settle(client.rpc('playfield_get_account', { userId: NIL_USER }, AccountAnswer, { idempotent: true })), config)
 }
 
 function settle(call: Promise<unknown>): Promise<unknown> {

@@ -1,129 +1,12 @@
-import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { readIgnoredBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
-import { escapeHtml, html, json, NO_STORE } from '../http/reply.js'
+import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
 import { mintTicket } from '../ticket.js'
 import type { App } from './app.js'
 import { checkDevGate } from './dev-gate.js'
-
-const require = createRequire(import.meta.url)
-/** The page's own files: the source tree's lib/platform/terminal-page (tsc does not copy them to dist). */
-const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../lib/platform/terminal-page')
-const XTERM_DIR = path.dirname(path.dirname(require.resolve('@xterm/xterm')))
-const FIT_DIR = path.dirname(path.dirname(require.resolve('@xterm/addon-fit')))
-const UNICODE11_DIR = path.dirname(path.dirname(require.resolve('@xterm/addon-unicode11')))
-
-/** Served from the installed packages and the page directory; no CDN. */
-const ASSETS: Record<string, { file: string; type: string }> = {
-  'xterm.js': { file: path.join(XTERM_DIR, 'lib/xterm.js'), type: 'text/javascript' },
-  'xterm.css': { file: path.join(XTERM_DIR, 'css/xterm.css'), type: 'text/css' },
-  'addon-fit.js': { file: path.join(FIT_DIR, 'lib/addon-fit.js'), type: 'text/javascript' },
-  'addon-unicode11.js': { file: path.join(UNICODE11_DIR, 'lib/addon-unicode11.js'), type: 'text/javascript' },
-  'widths.js': { file: path.join(PAGE_DIR, 'widths.js'), type: 'text/javascript' },
-  'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
-  'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
-  'signin.js': { file: path.join(PAGE_DIR, 'signin.js'), type: 'text/javascript' },
-}
-
-/**
- * Scripts, styles and connections from this origin only. xterm's DOM renderer writes its theme
- * into <style> elements it creates, which CSP counts as inline style; scripts stay 'self' only.
- */
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
-const PAGE_HEADERS = {
-  'content-security-policy': CSP,
-  ...NO_STORE,
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-}
-
-/** The terminal page, its assets named by `assetUrl` (versioned: see assetUrl). */
-const terminalPage = (): string => `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Playfield developer terminal</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="${assetUrl('xterm.css')}">
-<link rel="stylesheet" href="${assetUrl('terminal.css')}">
-</head>
-<body>
-<header><strong>Playfield terminal</strong> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button></header>
-<main id="terminal"></main>
-<script src="${assetUrl('xterm.js')}"></script>
-<script src="${assetUrl('addon-fit.js')}"></script>
-<script src="${assetUrl('addon-unicode11.js')}"></script>
-<script src="${assetUrl('widths.js')}"></script>
-<script src="${assetUrl('terminal.js')}"></script>
-</body>
-</html>
-`
-
-/**
- * The gate's refusal: why, and what the visitor can do here. Signed out, a form signs in (or
- * creates an account) through the auth API; signed in without admission, a button signs out, to
- * sign in as someone else. Either reloads the page, and the gate answers again. The form is
- * sent by signin.js as JSON; `method="post"` keeps a password out of the URL should a browser
- * ever send it natively (the CSP's form-action 'none' blocks that too).
- */
-function refusalPage(status: 401 | 403, reason: string): string {
-  const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
-  const action = status === 401
-    ? `<form id="signin" method="post">
-<label>Username <input name="username" autocomplete="username" required></label>
-<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
-<button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>
-</form>`
-    : '<p><button id="signout" type="button">Sign out</button></p>'
-  return `<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${assetUrl('terminal.css')}"></head>
-<body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p>
-${action}
-<p id="problem" role="alert"></p>
-<script src="${assetUrl('signin.js')}"></script>
-</body>
-</html>
-`
-}
-
-const assetCache = new Map<string, { body: Buffer; version: string }>()
-let page: string | undefined
-
-/** An asset's bytes and version (a hash of them), read once per process. */
-function assetContent(file: string): { body: Buffer; version: string } {
-  let content = assetCache.get(file)
-  if (!content) {
-    const body = readFileSync(file)
-    assetCache.set(file, (content = { body, version: createHash('sha256').update(body).digest('base64url').slice(0, 12) }))
-  }
-  return content
-}
-
-/**
- * The URL the page names an asset by, with its version: after an upgrade the page (never cached)
- * names the new files, and a browser never runs an older terminal.js against a newer page.
- */
-function assetUrl(name: string): string {
-  return `/dev/terminal/assets/${name}?v=${assetContent(ASSETS[name]!.file).version}`
-}
+import { assetContent, ASSETS, PAGE_HEADERS, refusalPage, terminalPage } from './terminal-html.js'
 
 /** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
 export function terminalRoutes(router: Router, app: App): void {
@@ -132,7 +15,7 @@ export function terminalRoutes(router: Router, app: App): void {
   router.add('GET', '/dev/terminal', async (ctx) => {
     const gate = await checkDevGate(app, ctx)
     if (!gate.admitted) return html(ctx.res, gate.status, refusalPage(gate.status, gate.reason), PAGE_HEADERS)
-    html(ctx.res, 200, (page ??= terminalPage()), PAGE_HEADERS)
+    html(ctx.res, 200, terminalPage(), PAGE_HEADERS)
   })
 
   router.add('POST', '/dev/terminal/ticket', async (ctx) => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
-import { connect, paceReading, startBridge, type TermClient } from './helpers/terminal.js'
+import { connect, paceReading, startBridge, type TermClient, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
@@ -122,6 +122,47 @@ t.test('a client that acks is held to the window: unacknowledged output stays un
   // Keep acking so the Ctrl-C's prompt can get through.
   const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
   t.match(await c.run('echo done-$((2*3))', 20_000), /^done-6/)
+  clearInterval(acker)
+  c.ws.close()
+})
+
+t.test('acks count characters: a client that acks all it renders of multi-byte output is never held by the window', async (t) => {
+  const c = await shell()
+  // As the page does: every output frame acked with its length in characters once rendered.
+  c.ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    if (frame.type === 'output') c.send({ type: 'ack', bytes: frame.data!.length })
+  })
+  c.send({ type: 'ack', bytes: 0 })
+  // 2,000,000 characters, 5.2 MB as UTF-8: well past the window whichever of the two it counted.
+  const out = await c.run("yes '漢字漢字漢字漢字' | head -n 200000", 120_000)
+  t.equal(out.split('\r\n').filter((l) => l === '漢字漢字漢字漢字').length, 200_000, 'all of it arrived')
+  c.ws.close()
+})
+
+t.test('an ack of more than was sent opens no credit: the window still holds the output that follows', async (t) => {
+  const c = await shell()
+  await c.run('true')
+  // Everything sent so far, and far more than that.
+  c.send({ type: 'ack', bytes: 2 ** 50 })
+  const start = c.output.length
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  await c.until(() => c.output.length - start > 500_000, 20_000, 'output up to the window')
+  // Until output has stopped: the window is full (a bridge that took the over-ack as credit never stops).
+  let seen = -1
+  await until(async () => {
+    const now = c.output.length
+    if (now - start > 4 * 1024 * 1024) return true // far past the window: the check below fails
+    const still = now === seen
+    seen = now
+    await sleep(1_000)
+    return still
+  }, 30_000, 'the output to stop at the window')
+  const held = c.output.length - start
+  t.ok(held < 1024 * 1024 + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
+  c.send({ type: 'input', data: '\x03' })
+  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
+  t.match(await c.run('echo done-$((3*3))', 20_000), /^done-9/)
   clearInterval(acker)
   c.ws.close()
 })

@@ -123,6 +123,11 @@ t.test('a client that floods bad frames and never reads: once the socket buffers
   // frames); of the rest, at most MAX_QUEUED_ERRORS waited in the bridge.
   const errors = c.frames.filter((f) => f.type === 'error').length
   t.ok(errors > 0 && errors < frames / 2, `${errors} of ${frames} error frames reached the client`)
+  // The drop is while the queue is full, not for good: once the client has read what was queued,
+  // a bad frame is answered again (the count of queued error frames went down as they left).
+  const at = c.frames.length
+  c.send('not json')
+  t.same(await c.frame('error', at), { type: 'error', message: 'frame is not JSON' }, 'a later bad frame is answered')
   c.ws.close()
 })
 
@@ -180,6 +185,18 @@ t.test('a frame over 1 MiB closes the connection with 1009', async (t) => {
   await c.frame('created')
   c.send({ type: 'input', data: 'x'.repeat(1024 * 1024 + 1) })
   t.equal((await c.whenClosed()).code, 1009)
+})
+
+t.test('a frame of exactly 1 MiB is not over the limit: it is read and answered, and the connection stays', async (t) => {
+  const c = await connect(bridge.port)
+  // Padded with JSON whitespace to 1,048,576 bytes: answered like any kill before create.
+  const exact = '{"type":"kill"' + ' '.repeat(1024 * 1024 - 15) + '}'
+  t.equal(Buffer.byteLength(exact), 1024 * 1024)
+  c.send(exact)
+  await c.until(() => c.closed !== null || c.frames.some((f) => f.type === 'error'), 30_000, 'an answer or a close')
+  t.equal(c.closed, null, 'not closed (1009 is for a frame over 1 MiB)')
+  t.same(c.frames, [{ type: 'error', message: 'no terminal: send create before kill' }], 'the frame was read')
+  c.ws.close()
 })
 
 t.test('a text frame that is not UTF-8 closes the connection with 1007 (RFC 6455), and its shell ends', async (t) => {

@@ -54,6 +54,11 @@ t.test('a ticket forged, altered, expired, cut short or of another shape verifie
 t.test('key rotation: the first key signs, every key verifies', async (t) => {
   const { ticket, claims } = mintTicket([OLD], user, now)
   t.same(verifyTicket([KEY, OLD], ticket, now), claims)
+  // The platform signs with the new key while both are listed: a bridge that already dropped the
+  // old one (or one that never had it) still admits the ticket.
+  const rotated = mintTicket([KEY, OLD], user, now)
+  t.same(verifyTicket([KEY], rotated.ticket, now), rotated.claims, 'signed with the first key')
+  t.equal(verifyTicket([OLD], rotated.ticket, now), null, 'not with the old one')
 })
 
 t.test('SpentTickets: single use, and nonces are pruned once their ticket expired', async (t) => {

@@ -214,3 +214,45 @@ t.test('SigninLimit: failures spread over more than a minute never block', async
     await limit.fail('a', T0 + i * 7000)
   }
 })
+
+t.test('take(): a clock that goes back and then forward again refills only the time that really passed', async (t) => {
+  // The bucket keeps its latest time: measured from the earlier clock, the hour between would be
+  // counted twice and the rename bucket would hand out three tokens that never refilled.
+  const back = take({ tokens: 0, updatedAt: T0 }, RENAME_RULE, T0 - HOUR)
+  t.same(back.bucket, { tokens: 0, updatedAt: T0 }, 'the bucket keeps its time')
+  const again = take(back.bucket, RENAME_RULE, T0)
+  t.same([again.allowed, again.waitMs], [false, HOUR / 3], 'back at the first time: still empty, a whole token to wait')
+})
+
+t.test('MemoryLimiter: its sweep of many keys forgets only buckets that are full again', async (t) => {
+  const limiter = new MemoryLimiter({ capacity: 2, refill: 1, intervalMs: 1000 })
+  limiter.take('spent', T0)
+  limiter.take('spent', T0)
+  // Past 100,000 keys the limiter drops the buckets that hold no information; 'spent' still does.
+  for (let i = 0; i < 100_001; i++) limiter.take(`k${i}`, T0)
+  t.same(limiter.take('spent', T0 + 500), { bucket: { tokens: 0.5, updatedAt: T0 + 500 }, allowed: false, waitMs: 500 }, 'the emptied bucket is kept')
+})
+
+t.test('SigninLimit: a check woken for a place the backend then cannot answer passes the place on', async (t) => {
+  const inner = memoryWindows()
+  let down = false
+  const flaky: FailureWindows = async (key, now, windowMs, record) => {
+    if (down) throw new Error('backend down')
+    return inner(key, now, windowMs, record)
+  }
+  const limit = new SigninLimit(flaky)
+  const clock = (): number => T0
+  const places = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
+  const waiting = Array.from({ length: 2 }, () => limit.acquire('a', clock).then((p) => p, (err: Error) => err.message))
+  await new Promise((r) => setImmediate(r))
+  t.same(limit.inFlight('a'), { running: 10, waiting: 2 })
+  down = true
+  // One place is freed: the check it wakes cannot read the failures, so the next one is woken in its stead.
+  const first = places[0]!
+  if (first.ok) await first.release(false, T0)
+  await new Promise((r) => setImmediate(r))
+  t.same(limit.inFlight('a'), { running: 9, waiting: 0 }, 'neither check waits on, though the other nine still hold their places')
+  for (const place of places.slice(1)) if (place.ok) await place.release(false, T0)
+  t.same(await Promise.all(waiting), ['backend down', 'backend down'], 'both hear of the failure')
+  t.same(limit.inFlight('a'), { running: 0, waiting: 0 })
+})

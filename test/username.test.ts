@@ -13,6 +13,9 @@ const spent = (userId: string): number =>
 
 t.test('PUT /api/user/username without a session is 401 NO_SESSION', async (t) => {
   await expectError(t, await rename(new Client(platform.url), 'nobody1'), 401, 'NO_SESSION')
+  // The session is checked before the body is read: a request without one learns nothing more.
+  await expectError(t, await rename(new Client(platform.url), 'x'), 401, 'NO_SESSION', 'a name outside the rule')
+  await expectError(t, await new Client(platform.url).put('/api/user/username', '{"username":'), 401, 'NO_SESSION', 'a body that is not JSON')
 })
 
 t.test('a rename answers the new name, shows in the session, and the next backend token carries it', async (t) => {

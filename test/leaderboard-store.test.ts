@@ -393,3 +393,64 @@ t.test('a cursor issued before cursors named the board\'s order (no `d`) still p
   t.same(viaLegacy, await store.listRecords({ leaderboardId: 'best-desc', limit: 1, cursor: first.nextCursor! }, NOW), 'the same page as the new cursor gives')
   t.same(viaLegacy.records.map((r) => r.owner_id), ['c2'])
 })
+
+// CONTRACT §3: score and subscore are integers from 0 to 2^53-1, so an incr may land on the bound itself.
+t.test('incr up to exactly 2^53-1 is stored and answered; only past it is refused', async (t) => {
+  const { store, row } = await open()
+  const max = Number.MAX_SAFE_INTEGER
+  await store.writeRecord(write('incr-desc', 'u1', max - 1, max - 1), NOW)
+  t.same(await store.writeRecord(write('incr-desc', 'u1', 1, 1), NOW), { leaderboard_id: 'incr-desc', owner_id: 'u1', username: 'name-u1', score: max, subscore: max, rank: 1 })
+  t.match(row('incr-desc', 'u1'), { score: max, subscore: max, num_score: 2 })
+  await t.rejects(store.writeRecord(write('incr-desc', 'u1', 1, 0), NOW), { status: 400, code: 'VALIDATION_FAILED' }, 'one more is past it')
+})
+
+// README "A changed configuration": a new schedule starts a new period; removing the schedule
+// serves the one never-ending period again, not the records of the period left behind.
+t.test('a reload that gives a board a reset schedule, or takes it away, serves the period the schedule names now', async (t) => {
+  const { store } = await open()
+  const listed = async () => (await store.listRecords({ leaderboardId: 'best-desc', limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.score])
+  await store.writeRecord(write('best-desc', 'never', 10), NOW)
+  await store.syncLeaderboards([board('best-desc', 'best', 'desc', '0 0 * * *')])
+  t.same(await listed(), [], 'daily now: a new period, empty')
+  t.same(await store.writeRecord(write('best-desc', 'today', 5), NOW), { leaderboard_id: 'best-desc', owner_id: 'today', username: 'name-today', score: 5, subscore: 0, rank: 1 })
+  t.same(await listed(), [['today', 5]])
+  await store.syncLeaderboards([board('best-desc', 'best', 'desc')])
+  t.same(await listed(), [['never', 10]], 'no schedule again: the never-ending period, without the daily one\'s records')
+})
+
+// README "Cursors": a cursor of another board is 400, also where the board, period and order
+// checks would let it through (both boards never reset and rank descending).
+t.test('a cursor of another board is refused also when both share the period and the order', async (t) => {
+  const { store } = await open()
+  for (const id of ['best-desc', 'set-desc']) for (let i = 0; i < 3; i++) await store.writeRecord(write(id, `c${i}`, i), NOW)
+  const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 1 }, NOW)
+  await t.rejects(store.listRecords({ leaderboardId: 'set-desc', limit: 1, cursor: page.nextCursor! }, NOW), {
+    status: 400, code: 'VALIDATION_FAILED', message: 'cursor belongs to another leaderboard',
+  })
+})
+
+// README: a changing write takes the account's current name, read by the backend at the write. A
+// read served while the write's commit is still queued shows that name too, not the session's.
+t.test('a written record carries the owner\'s name now, also in a read served before its commit', async (t) => {
+  const db = openDatabase(tempDir(), LEADERBOARD_MIGRATIONS)
+  const store = new LeaderboardStore(db, (ownerId) => (ownerId === 'u1' ? 'current' : undefined))
+  await store.syncLeaderboards(BOARDS)
+  const written = store.writeRecord(write('best-desc', 'u1', 10, 0, undefined, 'remembered'), NOW)
+  const page = await store.listRecords({ leaderboardId: 'best-desc', limit: 5 }, NOW)
+  t.same(page.records.map((r) => r.username), ['current'], 'read while the commit is queued')
+  t.equal((await written).username, 'current')
+})
+
+// The other process commits between this store's decision on a write and its commit: this store's
+// commit raises the board's generation by two, so memory lacks the other's record and is read again.
+t.test('another process committing to a board between this store\'s decision and its commit: the board is read again', async (t) => {
+  const { a, b } = await sharedFile(t, 2)
+  await a.store.writeRecord(write('best-desc', 'p1', 10), NOW)
+  const mine = a.store.writeRecord(write('best-desc', 'p1', 20), NOW) // decided, queued
+  const theirs = b.store.writeRecord(write('best-desc', 'p2', 15), NOW)
+  b.store.flush() // committed before a's batch
+  await theirs
+  t.match(await mine, { score: 20, rank: 1 })
+  const listed = (await a.store.listRecords({ leaderboardId: 'best-desc', limit: 10 }, NOW)).records.map((r) => [r.owner_id, r.score, r.rank])
+  t.same(listed, [['p1', 20, 1], ['p2', 15, 2]], 'the other process\'s record is served')
+})

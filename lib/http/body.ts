@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http'
-import contentType from 'content-type'
 import { Compile, Type, type Static, type TSchema, type Validator } from '../typebox.js'
-import { headerLines } from './header-lines.js'
 import { HttpError } from './errors.js'
+import { checkNumbers } from './exact-numbers.js'
+import { jsonTypeProblem } from './json-media-type.js'
 
 /** Bodies above this many bytes are refused with 413 (CONTRACT §4). */
 export const MAX_BODY_BYTES = 65_536
@@ -63,43 +63,6 @@ export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined
 }
 
-/**
- * Why the request's body is not JSON in UTF-8, or null when it is: not content-encoded, and `application/json`,
- * with no charset or charset=utf-8 (JSON text is UTF-8, RFC 8259 §8.1; a Latin-1 body would be
- * read wrongly). Empty parameters, as in `application/json;`, are allowed (RFC 9110 §5.6.6).
- */
-function jsonTypeProblem(req: IncomingMessage): string | null {
-  // A compressed body (Content-Encoding: gzip) is media in a coding not accepted (RFC 9110 §8.4.1).
-  const coding = req.headers['content-encoding']?.trim().toLowerCase()
-  if (coding !== undefined && coding !== '' && coding !== 'identity') return 'a JSON body must not be content-encoded (no Content-Encoding)'
-  // Node's parser takes off only the chunking of `Transfer-Encoding: gzip, chunked`: the gzip would be read as JSON.
-  const transfer = req.headers['transfer-encoding']
-  if (transfer !== undefined && transfer.trim().toLowerCase() !== 'chunked') return 'a JSON body must not be transfer-coded other than chunked'
-  // Node keeps the first of two Content-Type lines; a proxy before it may have read the last.
-  if (headerLines(req.rawHeaders, 'content-type') > 1) return 'the Content-Type header is repeated'
-  const header = req.headers['content-type']
-  // The content-type package keeps the last of two charsets; another reader may keep the first.
-  if (header !== undefined && header.split(';').filter((part) => /^\s*charset\s*=/i.test(part)).length > 1) return 'the charset parameter is repeated'
-  let parsed: contentType.ParsedMediaType | null = null
-  try {
-    if (header !== undefined) parsed = contentType.parse(withoutEmptyParameters(header))
-  } catch {
-    parsed = null
-  }
-  if (parsed?.type !== 'application/json') return 'body must be application/json'
-  const charset = parsed.parameters.charset?.toLowerCase()
-  return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? null : 'a JSON body must be UTF-8 (charset=utf-8 or none)'
-}
-
-/**
- * The media type with its empty parameters left out (`application/json;`, `a/b;;c=d`), which the
- * content-type package refuses. Split, not a regular expression: `(\s*;)+\s*$` took quadratic
- * time on a header of many semicolons (1.5 s for 15 KB, the event loop blocked throughout).
- */
-function withoutEmptyParameters(header: string): string {
-  return header.split(';').filter((part, i) => i === 0 || part.trim() !== '').join(';')
-}
-
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
@@ -136,49 +99,6 @@ export async function readJson(req: IncomingMessage, { optional = false, exactNu
   }
   if (exactNumbers) checkNumbers(text)
   return value
-}
-
-/** A JSON number: sign, integer digits, fraction digits, exponent. */
-const NUMBER = /-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/y
-
-/**
- * Refuse numbers JSON.parse would change without a word: one that is not an integer but reads as
- * one (`9007199254740990.5`, `1e-400`, `1.0000000000000001`: an integer field would take a value
- * the client never sent), one too large for a double (`1e400` becomes Infinity, stored as null),
- * and an integer beyond 2^53 (it comes back as a neighbour). Other fractions (0.1) are kept as
- * JSON.parse reads them. The text has parsed, so a scan that skips strings sees every number.
- */
-function checkNumbers(text: string): void {
-  if (!/[.eE]|\d{16}/.test(text)) return
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c === 0x22) {
-      // Skip a string, escapes included.
-      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      NUMBER.lastIndex = i
-      const m = NUMBER.exec(text)!
-      const token = m[0]
-      const value = Number(token)
-      if (!Number.isFinite(value) || (Number.isInteger(value) && (!isIntegerText(m[1]!, m[2] ?? '', Number(m[3] ?? 0)) || Math.abs(value) > Number.MAX_SAFE_INTEGER))) {
-        throw new HttpError(400, 'VALIDATION_FAILED', `the number ${token.length > 40 ? `${token.slice(0, 40)}…` : token} cannot be kept exactly`)
-      }
-      i += token.length - 1
-    }
-  }
-}
-
-/** Whether digits `int`.`frac` times 10^exp is a whole number. */
-function isIntegerText(int: string, frac: string, exp: number): boolean {
-  const digits = (int + frac).replace(/^0+/, '')
-  if (digits === '' || /^0*$/.test(digits)) return true
-  // The significant digits end at the last non-zero one. A loop, not replace(/0+$/): that regular
-  // expression took quadratic time on a long run of zeros (5 s for `1.000…0001` in a 64 KiB body).
-  let significant = digits.length
-  while (digits.charCodeAt(significant - 1) === 0x30) significant--
-  // The decimal point sits after this many of `digits`; everything significant must lie before it.
-  const point = digits.length - frac.length + exp
-  return significant <= point
 }
 
 /** Check `value` against a compiled schema; 400 VALIDATION_FAILED with `details` on failure. */

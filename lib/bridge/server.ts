@@ -10,7 +10,7 @@ import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
-import { kernelSendQueues } from './send-queues.js'
+import { startHeartbeat } from './heartbeat.js'
 
 /** Frames above 1 MiB close the connection with 1009 (CONTRACT §6). */
 const MAX_PAYLOAD = 1024 * 1024
@@ -20,19 +20,6 @@ const CLOSE_TRY_AGAIN = 1013
 const CLOSE_GOING_AWAY = 1001
 /** A client gets this long to answer a close (at SIGTERM, after a protocol error) before its socket is cut. */
 const CLOSE_HANDSHAKE_MS = 1_000
-/**
- * Each connection is pinged this often, and cut when it has not answered the ping before (within
- * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
- * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
- * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
- * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
- * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
- * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for room in
- * the kernel's send buffer leaves (serveConnection), or when the kernel's queue of unacknowledged
- * bytes shrank since the last beat (kernelSendQueues): both happen only on the client's
- * acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
- */
-const HEARTBEAT_MS = 20_000
 
 /** The running bridge: its HTTP server, and a shutdown that ends every connection and shell. */
 export interface Bridge {
@@ -81,30 +68,6 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     const version = err.message.includes('Sec-WebSocket-Version')
     deny(method ? 405 : 400, err.message, method ? { Allow: 'GET' } : version ? { 'Sec-WebSocket-Version': '13, 8' } : undefined)
   })
-  /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
-  const answered = new WeakSet<WebSocket>()
-  /** Connections that took queued output since the last beat (see serveConnection). */
-  const taking = new WeakSet<WebSocket>()
-  /** Each connection's peer port, and the kernel's unacknowledged bytes for it at the last beat. */
-  const peers = new WeakMap<WebSocket, number>()
-  const unacked = new WeakMap<WebSocket, number>()
-  const beat = async (): Promise<void> => {
-    const address = server.address()
-    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port, address.family) : null
-    if (stopping) return
-    for (const ws of connections.keys()) {
-      const ponged = answered.delete(ws)
-      const took = taking.delete(ws)
-      const queued = queues?.get(peers.get(ws) ?? -1)
-      const before = unacked.get(ws)
-      if (queued === undefined) unacked.delete(ws)
-      else unacked.set(ws, queued)
-      const acked = queued !== undefined && before !== undefined && queued < before
-      if (ponged || took || acked) ws.ping()
-      else ws.terminate()
-    }
-  }
-  const heartbeat = setInterval(() => void beat(), HEARTBEAT_MS).unref()
 
   const server = http.createServer((req, res) => {
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
@@ -118,6 +81,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
     res.end(req.method === 'HEAD' ? undefined : text)
   })
+
+  const heartbeat = startHeartbeat(server, connections)
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
@@ -175,19 +140,16 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
         return ws.close(refusal[0], refusal[1])
       }
-      const done = serveConnection(ws, claims, registry, log, sessionLog, () => taking.add(ws))
+      const done = serveConnection(ws, claims, registry, log, sessionLog, () => heartbeat.took(ws))
       connections.set(ws, done)
-      peers.set(ws, (socket as Socket).remotePort ?? -1)
-      answered.add(ws)
-      ws.on('pong', () => answered.add(ws))
-      ws.on('message', () => answered.add(ws))
+      heartbeat.watch(ws, (socket as Socket).remotePort ?? -1)
       ws.once('close', () => connections.delete(ws))
     })
   })
 
   async function shutdown(): Promise<void> {
     stopping = true
-    clearInterval(heartbeat)
+    heartbeat.stop()
     server.close()
     const ending = [...connections.values()]
     for (const ws of connections.keys()) {

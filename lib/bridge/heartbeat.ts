@@ -1,0 +1,71 @@
+import type { Server } from 'node:http'
+import type { WebSocket } from 'ws'
+import { kernelSendQueues } from './send-queues.js'
+
+/**
+ * Each connection is pinged this often, and cut when it has not answered the ping before (within
+ * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
+ * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
+ * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
+ * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
+ * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
+ * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
+ * room in the kernel's send buffer leaves (serveConnection), or when the kernel's queue of
+ * unacknowledged bytes shrank since the last beat (kernelSendQueues): both happen only on the
+ * client's acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
+ */
+const HEARTBEAT_MS = 20_000
+
+/** The bridge's heartbeat over its live connections. */
+export interface Heartbeat {
+  /** Watch a connection from now on (it counts as having answered); `peerPort` finds its kernel queue. */
+  watch(ws: WebSocket, peerPort: number): void
+  /** The connection took queued output (see serveConnection). */
+  took(ws: WebSocket): void
+  /** No more beats (shutdown). */
+  stop(): void
+}
+
+/** Beat every HEARTBEAT_MS over `connections`: ping those that showed a sign of life, cut the others. */
+export function startHeartbeat(server: Server, connections: ReadonlyMap<WebSocket, unknown>): Heartbeat {
+  /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
+  const answered = new WeakSet<WebSocket>()
+  /** Connections that took queued output since the last beat. */
+  const taking = new WeakSet<WebSocket>()
+  /** Each connection's peer port, and the kernel's unacknowledged bytes for it at the last beat. */
+  const peers = new WeakMap<WebSocket, number>()
+  const unacked = new WeakMap<WebSocket, number>()
+  let stopped = false
+  const beat = async (): Promise<void> => {
+    const address = server.address()
+    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port, address.family) : null
+    if (stopped) return
+    for (const ws of connections.keys()) {
+      const ponged = answered.delete(ws)
+      const took = taking.delete(ws)
+      const queued = queues?.get(peers.get(ws) ?? -1)
+      const before = unacked.get(ws)
+      if (queued === undefined) unacked.delete(ws)
+      else unacked.set(ws, queued)
+      const acked = queued !== undefined && before !== undefined && queued < before
+      if (ponged || took || acked) ws.ping()
+      else ws.terminate()
+    }
+  }
+  const timer = setInterval(() => void beat(), HEARTBEAT_MS).unref()
+  return {
+    watch(ws, peerPort) {
+      peers.set(ws, peerPort)
+      answered.add(ws)
+      ws.on('pong', () => answered.add(ws))
+      ws.on('message', () => answered.add(ws))
+    },
+    took(ws) {
+      taking.add(ws)
+    },
+    stop() {
+      stopped = true
+      clearInterval(timer)
+    },
+  }
+}

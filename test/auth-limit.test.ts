@@ -64,6 +64,18 @@ t.test('an IPv4 client written as IPv6 in any spelling counts as that IPv4 addre
   t.equal((await from('198.51.100.9').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'and one written as IPv4')
 })
 
+t.test('behind two trusted proxies the client is the nearest untrusted X-Forwarded-For hop, not the inner proxy', async (t) => {
+  // A CDN in front of nginx on this host: nginx (the peer) appends the CDN's address, a trusted
+  // one (loopback here, the default TRUST_PROXY), after the client's. Counting the proxy would put
+  // every client behind it into one count, which any one of them could fill.
+  const chained = from('203.0.113.90, 127.0.0.1')
+  for (let i = 1; i <= 10; i++) {
+    await expectError(t, await chained.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }), 401, 'INVALID_CREDENTIALS', `failure ${i}`)
+  }
+  await expectError(t, await from('203.0.113.90').post('/api/auth/login', { username: 'Limited', password: 'right password' }), 429, 'RATE_LIMITED', 'the same client, one proxy nearer')
+  t.equal((await from('203.0.113.91, 127.0.0.1').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'another client behind the same proxies signs in')
+})
+
 t.test('only wrong credentials count: bad requests, taken names and successes do not', async (t) => {
   const c = from('203.0.113.20')
   for (let i = 0; i < 12; i++) {

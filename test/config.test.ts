@@ -23,6 +23,9 @@ const BAD: [Record<string, string>, string][] = [
   [{ PLATFORM_ORIGINS: 'https://play.example.com?x' },
     'PLATFORM_ORIGINS: "https://play.example.com?x" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
   [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
+  [{ SESSION_SECRET: 's'.repeat(31) }, 'SESSION_SECRET: (31 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
+  [{ SESSION_SECRET: `${'a'.repeat(32)},${'b'.repeat(31)}` }, 'SESSION_SECRET: (64 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
+  [{ TERMINAL_TICKET_SECRET: 't'.repeat(31) }, 'TERMINAL_TICKET_SECRET: (31 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: 'too-short' }, 'SESSION_SECRET: (9 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: `${'a'.repeat(40)}, ${'b'.repeat(40)}` }, 'SESSION_SECRET: (82 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ DEV_ACCESS_ALL: 'yes' }, 'DEV_ACCESS_ALL: "yes" is invalid; expected "true" or "false"'],
@@ -48,6 +51,12 @@ const BAD: [Record<string, string>, string][] = [
   [{ TERMINAL_PORT: '0' }, 'TERMINAL_PORT: "0" names no port the platform can forward /terminal-ws/ to; expected the bridge\'s port, 1-65535'],
   // The platform forwards tickets to the bridge in the clear: it is on this machine, as the bridge says.
   [{ TERMINAL_HOST: '10.1.1.1' }, 'TERMINAL_HOST: "10.1.1.1" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
+  // IPv6 too: only ::1 is loopback (CONTRACT §1: the bridge refuses a non-loopback host).
+  [{ TERMINAL_HOST: '::' }, 'TERMINAL_HOST: "::" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
+  [{ TERMINAL_HOST: '[2001:db8::1]' }, 'TERMINAL_HOST: "2001:db8::1" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
+  [{ PORT: '65536' }, 'PORT: "65536" is invalid; expected an integer from 0 to 65535'],
+  [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY: "10.0.0.0/33" is invalid; expected a comma list of IP addresses or CIDR ranges'],
+  [{ TRUST_PROXY: '::1/129' }, 'TRUST_PROXY: "::1/129" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'server:key', NAKAMA_HTTP_KEY: 'httpkey' },
     'NAKAMA_SERVER_KEY: (10 characters, not shown) is invalid; expected a non-empty string without spaces or colons (Basic auth ends the key at the first colon)'],
   [{ GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'http:key' },
@@ -92,7 +101,24 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   }
   t.same(loadPlatformConfig({ PORT: '8080', PLATFORM_ORIGINS: 'https://play.example.com' }).origins, ['https://play.example.com'], 'PLATFORM_ORIGINS, when set, is the whole list')
   t.equal(loadPlatformConfig({ HOST: '[::1]' }).host, '::1', 'a bracketed IPv6 host is the address')
+  t.equal(loadPlatformConfig({ PORT: '65535' }).port, 65535, 'the highest port')
+  t.equal(loadPlatformConfig({ SESSION_SECRET: `${'a'.repeat(32)},${'b'.repeat(32)}` }).sessionSecret, `${'a'.repeat(32)},${'b'.repeat(32)}`, 'secrets of exactly 32 characters')
+  const single = loadPlatformConfig({ TRUST_PROXY: '192.0.2.7/32,2001:db8::7/128' }).trustProxy
+  t.same([single.check('192.0.2.7', 'ipv4'), single.check('192.0.2.8', 'ipv4'), single.check('2001:db8::7', 'ipv6'), single.check('2001:db8::8', 'ipv6')], [true, false, true, false], 'TRUST_PROXY: /32 and /128 are one address each')
   t.equal(loadPlatformConfig({ TERMINAL_HOST: '[::1]' }).terminalHost, '::1', 'the bridge address too')
+})
+
+t.test('a variable set to the empty string counts as unset (PORT= in a unit file): its default, or missing when required', async (t) => {
+  const names = ['HOST', 'PORT', 'PLATFORM_ORIGINS', 'DATA_DIR', 'MANIFESTS_DIR', 'SCREENSHOTS_DIR', 'GAME_BACKEND', 'SESSION_SECRET', 'TERMINAL_TICKET_SECRET', 'TERMINAL_HOST', 'TERMINAL_PORT', 'DEV_ACCESS_USERS', 'DEV_ACCESS_ALL', 'TRUST_PROXY']
+  const empty = Object.fromEntries(names.map((name) => [name, '']))
+  const { trustProxy: emptyTrust, ...fromEmpty } = loadPlatformConfig(empty)
+  const { trustProxy: defaultTrust, ...defaults } = loadPlatformConfig({})
+  t.strictSame(fromEmpty, defaults, 'every value as if unset')
+  t.equal(emptyTrust.check('127.0.0.1', 'ipv4'), defaultTrust.check('127.0.0.1', 'ipv4'), 'TRUST_PROXY too')
+  const bridgeEmpty = loadBridgeConfig({ TERMINAL_MAX_CONN: '', TERMINAL_USER: '', SHELL: '', TERMINAL_PORT: '' })
+  t.match(bridgeEmpty, { maxConn: 4, user: null, shell: '/bin/bash', port: 7681 }, 'the bridge\'s variables too')
+  t.throws(() => loadPlatformConfig({ GAME_BACKEND: 'nakama', NAKAMA_URL: '', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }),
+    new ConfigError('NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'), 'an empty required one is missing')
 })
 
 t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line', async (t) => {

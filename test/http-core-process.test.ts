@@ -48,6 +48,20 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     t.match(entry, { event: 'http.request', id, method: 'GET', path, status: 404 }, `${target} is logged as ${path}`)
   }
 
+  // Dot segments in a path of plain characters are resolved as URL parsing (and every browser)
+  // resolves them: the route and the log line see the path the target names.
+  for (const [target, path] of [['/api/games/x/../tidepool-tiles', '/api/games/tidepool-tiles'], ['/api/./games', '/api/games']] as const) {
+    const res = await rawRequest(platform.url, 'GET', target)
+    t.equal(res.status, 200, target)
+    const id = res.headers['x-request-id']
+    let entry: Record<string, unknown> | undefined
+    for (let i = 0; i < 100 && !entry; i++) {
+      entry = platform.logs.find((e) => e.id === id)
+      if (!entry) await new Promise((r) => setTimeout(r, 20))
+    }
+    t.match(entry, { event: 'http.request', id, path, status: 200 }, `${target} is logged as ${path}`)
+  }
+
   // Targets llhttp lets through but no URL can be made of: 400 in JSON, and the process lives on.
   for (const target of ['http://[/', 'http://[::1/api/games', 'http://a:99999/api/games']) {
     const answer = await rawExchange(port(platform.url), `GET ${target} HTTP/1.1\r\nHost: x`)

@@ -7,7 +7,7 @@ import { createServer } from '../lib/http/server.js'
 import { closeGracefully } from '../lib/http/close.js'
 import { readBody, readJson } from '../lib/http/body.js'
 import { json, html } from '../lib/http/reply.js'
-import { HttpError } from '../lib/http/errors.js'
+import { HttpError, rateLimited } from '../lib/http/errors.js'
 import { rawRequest, type RawResponse } from './helpers/raw-http.js'
 
 const ORIGIN = 'https://play.example.com'
@@ -30,6 +30,9 @@ const router = new Router()
   })
   .add('GET', '/api/teapot', () => {
     throw new HttpError(418, 'TEAPOT', 'short and stout')
+  })
+  .add('GET', '/api/limited', ({ url }) => {
+    throw rateLimited('slow down', Number(url.searchParams.get('ms')))
   })
   .add('GET', '/page', ({ res }) => html(res, 200, '<p>page</p>'))
   .add('GET', '/page/boom', () => {
@@ -426,6 +429,16 @@ t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger
     small.socket.write(kit)
   })
   t.match(rest, /HTTP\/1\.1 200 [^]*\{"success":true,"got":\{"name":"kit"\}\}$/, 'and read')
+  // The limit is inclusive: a body of exactly 65,536 bytes is read (CONTRACT §4: over it is 413), so it is asked for too.
+  const exact = JSON.stringify({ name: 'y'.repeat(65_536 - 11) })
+  const atLimit = await firstAnswer(`POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${exact.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
+  t.match(atLimit.first, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'a body of exactly 65,536 bytes is asked for')
+  const atLimitRest = await new Promise<string>((resolve) => {
+    let text = atLimit.first
+    atLimit.socket.on('data', (d: string) => (text += d)).on('close', () => resolve(text))
+    atLimit.socket.write(exact)
+  })
+  t.match(atLimitRest, /HTTP\/1\.1 200 /, 'and read')
 })
 
 t.test('a request whose body never comes gets 408, and the access log says 408 for it', async (t) => {
@@ -549,10 +562,19 @@ t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real 
   t.notOk(logs.some((e) => e.event === 'http.error' && e.id === teapot.headers['x-request-id']), 'an HttpError below 500 is not an error log')
 })
 
+t.test('429 RATE_LIMITED: Retry-After is the wait in whole seconds, rounded up and at least 1, so a client that waits it is not refused again', async (t) => {
+  for (const [ms, seconds] of [[1, '1'], [999, '1'], [1000, '1'], [1001, '2'], [1499, '2'], [59_001, '60'], [0, '1']] as const) {
+    const res = await rawRequest(base, 'GET', `/api/limited?ms=${ms}`)
+    t.strictSame([res.status, body(res), res.headers['retry-after']], [429, { error: 'slow down', code: 'RATE_LIMITED' }, seconds], `${ms} ms to wait`)
+  }
+})
+
 t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Origin and nosniff on every API answer', async (t) => {
   const allowed = await rawRequest(base, 'GET', '/api/thing', { origin: ORIGIN })
   t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
   t.equal(allowed.headers['access-control-allow-credentials'], 'true')
+  // README: ETag, Retry-After and X-Request-Id are exposed, so a page can revalidate, back off and quote an id.
+  t.same(allowed.headers['access-control-expose-headers']?.split(/,\s*/).sort(), ['ETag', 'Retry-After', 'X-Request-Id'], 'the headers a page may read')
   t.equal(allowed.headers['vary'], 'Origin')
   const foreign = await rawRequest(base, 'GET', '/api/thing', { origin: 'https://evil.example' })
   t.equal(foreign.status, 200, 'a foreign GET is answered')

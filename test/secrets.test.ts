@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../lib/config-error.js'
 import { loadSecret } from '../lib/secrets.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { startBridge } from './helpers/terminal.js'
 
 const SECRETS_JS = pathToFileURL(path.join(ROOT, 'dist/lib/secrets.js')).href
 
@@ -64,7 +65,7 @@ t.test('processes starting together all get the same whole secret', async (t) =>
 })
 
 t.test('a secret file without a usable secret is a configuration error, never a key', async (t) => {
-  for (const [content, length] of [['', 0], ['\n', 0], ['short-secret\n', 12], [`${'x'.repeat(20)} ${'y'.repeat(20)}\n`, 41]] as const) {
+  for (const [content, length] of [['', 0], ['\n', 0], ['short-secret\n', 12], [`${'s'.repeat(31)}\n`, 31], [`${'x'.repeat(20)} ${'y'.repeat(20)}\n`, 41]] as const) {
     const dir = tempDir()
     mkdirSync(path.join(dir, 'secrets'))
     const file = path.join(dir, 'secrets', 'example')
@@ -74,6 +75,23 @@ t.test('a secret file without a usable secret is a configuration error, never a 
     ), JSON.stringify(content))
     t.equal(readFileSync(file, 'utf8'), content, 'the file is left as it was')
   }
+})
+
+t.test('a secret file of exactly 32 characters is a secret', async (t) => {
+  const dir = tempDir()
+  mkdirSync(path.join(dir, 'secrets'))
+  writeFileSync(path.join(dir, 'secrets', 'example'), `${'s'.repeat(32)}\n`)
+  t.same(loadSecret(dir, 'example', null), ['s'.repeat(32)])
+})
+
+t.test('a bridge that starts first creates DATA_DIR 0700 and its ticket secret 0600, as the platform would', async (t) => {
+  // npm start runs both at once: whichever comes first makes DATA_DIR, and it must be as private.
+  const dataDir = path.join(tempDir(), 'bridge-first')
+  const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined })
+  t.teardown(() => bridge.stop())
+  t.equal(statSync(dataDir).mode & 0o777, 0o700, 'DATA_DIR itself 0700')
+  t.equal(statSync(path.join(dataDir, 'secrets')).mode & 0o777, 0o700, 'its secrets folder 0700')
+  t.equal(statSync(path.join(dataDir, 'secrets', 'terminal-ticket-secret')).mode & 0o777, 0o600, 'the ticket secret 0600')
 })
 
 t.test('an empty ticket or session secret file stops the bridge and the platform: exit 2, one line', async (t) => {

@@ -280,7 +280,7 @@ t.test('DEV_ACCESS_USERS is matched against the account\'s name now, not the nam
 })
 
 t.test('a name DEV_ACCESS_USERS lists stays with its account: no rename into it or out of it', async (t) => {
-  const platform = await startPlatform({ env: { DEV_ACCESS_USERS: 'Pinned_Dev' } })
+  const platform = await startPlatform({ env: { DEV_ACCESS_USERS: 'Pinned_Dev,Unclaimed_Dev' } })
   t.teardown(() => platform.stop())
   const dev = new Client(platform.url, ORIGIN)
   t.equal((await dev.post('/api/auth/register', { username: 'pinned_dev', password: 'correct horse battery' })).status, 200)
@@ -289,6 +289,10 @@ t.test('a name DEV_ACCESS_USERS lists stays with its account: no rename into it 
   await other.post('/api/auth/guest')
   const before = await (await other.get('/api/auth/session')).json() as { user: { username: string } }
   await expectError(t, await other.put('/api/user/username', { username: 'PINNED_DEV' }), 409, 'USERNAME_TAKEN')
+  // A listed name no account holds yet is refused too: a rename would hand the shell to whoever asks first.
+  const free = await expectError(t, await other.put('/api/user/username', { username: 'unclaimed_dev' }), 409, 'USERNAME_TAKEN', 'a listed name nobody holds')
+  t.equal(free.error, 'the username "unclaimed_dev" is taken', 'the same answer as for a name someone holds')
+  t.equal((await other.get('/dev/terminal')).status, 403, 'and no admission')
   await expectError(t, await dev.put('/api/user/username', { username: 'pinned_dev_2' }), 403, 'FORBIDDEN')
   t.equal((await dev.put('/api/user/username', { username: 'Pinned_Dev' })).status, 200, 'a change of case is no change of name')
   t.equal((await dev.get('/dev/terminal')).status, 200, 'still admitted')

@@ -122,3 +122,19 @@ t.test('fields whose values the spec lists as "values seen" take any text; "allo
   const empty = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify({ ...base, theme: '' }) }], 0)
   t.equal(empty.catalogue, null, 'an empty theme is still refused')
 })
+
+t.test('two games declaring one board is a catalogue error when any resolved field differs, and only then', async (t) => {
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  const game = (id: string, config: Record<string, unknown>) => ({
+    file: `${id}.json`,
+    id,
+    text: JSON.stringify({ ...base, id, playUrl: `/games/${id}/index.html?embed=1`, leaderboards: { default: 'shared', ids: ['shared'], configs: { shared: config } } }),
+  })
+  const conflict = (a: Record<string, unknown>, b: Record<string, unknown>) => buildCatalogue([game('a-game', a), game('b-game', b)], 0).problems
+  const declared = (difference: string) => [{ file: 'b-game.json', path: '$.leaderboards.ids[0]', message: `leaderboard "shared" is also declared by a-game.json with a different config (${difference})` }]
+  t.strictSame(conflict({}, { operator: 'set' }), declared('operator "best" vs "set"'))
+  t.strictSame(conflict({}, { sortOrder: 'asc' }), declared('sortOrder "desc" vs "asc"'))
+  t.strictSame(conflict({}, { resetSchedule: '0 0 * * 1' }), declared('resetSchedule null vs "0 0 * * 1"'))
+  t.strictSame(conflict({}, { authoritative: true }), declared('authoritative false vs true'))
+  t.strictSame(conflict({ type: 'time_best', resetSchedule: '0 0 * * 1' }, { sortOrder: 'ascending', resetSchedule: ' 0  0 * * 1', authoritative: false }), [], 'written differently, resolved the same')
+})

@@ -68,3 +68,19 @@ t.test('a rename in one process between another process\'s decision on a score a
     ownRecord: null,
   })
 })
+
+// The sign-in limit's failures (CONTRACT §2: 429 "until the minute has passed"): an event counts
+// for exactly windowMs after it, and a window keeps only its latest `keep` events.
+t.test('an event window counts an event for windowMs and not a millisecond longer, and keeps the latest `keep`', async (t) => {
+  const dataDir = tempDir()
+  const db = openDatabase(dataDir, ACCOUNT_MIGRATIONS)
+  t.teardown(() => db.close())
+  const store = new AccountStore(db, loadPlatformConfig({ DATA_DIR: dataDir }))
+  const MINUTE = 60_000
+  t.same(await store.eventWindow('signin:k', NOW, MINUTE, { keep: 2 }), [NOW])
+  t.same(await store.eventWindow('signin:k', NOW + 1, MINUTE, { keep: 2 }), [NOW, NOW + 1])
+  t.same(await store.eventWindow('signin:k', NOW + 2, MINUTE, { keep: 2 }), [NOW + 1, NOW + 2], 'the latest two')
+  t.same(await store.eventWindow('signin:k', NOW + 2, MINUTE), [NOW + 1, NOW + 2], 'as stored')
+  t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE - 1, MINUTE), [NOW + 1, NOW + 2], 'the last millisecond of the first one\'s minute')
+  t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE, MINUTE), [NOW + 2], 'its minute has passed')
+})

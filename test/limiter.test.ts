@@ -164,7 +164,11 @@ t.test('SigninLimit: with a slow backend, reads that miss a failure recorded mea
   }
 })
 
-t.test('SigninLimit: a backend that fails leaves no place held and no check waiting for good', async (t) => {
+/**
+ * A SigninLimit over a backend that fails while `setDown(true)`: address 'a' holds all 10 places,
+ * and `count` more checks wait (each resolving to its place or the failure's message).
+ */
+async function fullWithWaiting(count: number) {
   const inner = memoryWindows()
   let down = false
   const flaky: FailureWindows = async (key, now, windowMs, record) => {
@@ -174,16 +178,21 @@ t.test('SigninLimit: a backend that fails leaves no place held and no check wait
   const limit = new SigninLimit(flaky)
   const clock = (): number => T0
   const places = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
-  const waiting = Array.from({ length: 3 }, () => limit.acquire('a', clock).then((p) => p, (err: Error) => err.message))
+  const waiting = Array.from({ length: count }, () => limit.acquire('a', clock).then((p) => p, (err: Error) => err.message))
   await new Promise((r) => setImmediate(r))
+  return { limit, clock, places, waiting, setDown: (value: boolean) => (down = value) }
+}
+
+t.test('SigninLimit: a backend that fails leaves no place held and no check waiting for good', async (t) => {
+  const { limit, clock, places, waiting, setDown } = await fullWithWaiting(3)
   t.same(limit.inFlight('a'), { running: 10, waiting: 3 })
-  down = true
+  setDown(true)
   const first = places[0]!
   if (first.ok) await t.rejects(first.release(true, T0), /backend down/, 'a failure that cannot be recorded fails the release')
   for (const place of places.slice(1)) if (place.ok) await place.release(false, T0)
   t.same(await Promise.all(waiting), ['backend down', 'backend down', 'backend down'], 'every waiting check hears of it')
   t.same(limit.inFlight('a'), { running: 0, waiting: 0 }, 'nothing held')
-  down = false
+  setDown(false)
   t.ok((await limit.acquire('a', clock)).ok, 'and the address signs in once the backend is back')
 })
 
@@ -234,19 +243,9 @@ t.test('MemoryLimiter: its sweep of many keys forgets only buckets that are full
 })
 
 t.test('SigninLimit: a check woken for a place the backend then cannot answer passes the place on', async (t) => {
-  const inner = memoryWindows()
-  let down = false
-  const flaky: FailureWindows = async (key, now, windowMs, record) => {
-    if (down) throw new Error('backend down')
-    return inner(key, now, windowMs, record)
-  }
-  const limit = new SigninLimit(flaky)
-  const clock = (): number => T0
-  const places = await Promise.all(Array.from({ length: 10 }, () => limit.acquire('a', clock)))
-  const waiting = Array.from({ length: 2 }, () => limit.acquire('a', clock).then((p) => p, (err: Error) => err.message))
-  await new Promise((r) => setImmediate(r))
+  const { limit, places, waiting, setDown } = await fullWithWaiting(2)
   t.same(limit.inFlight('a'), { running: 10, waiting: 2 })
-  down = true
+  setDown(true)
   // One place is freed: the check it wakes cannot read the failures, so the next one is woken in its stead.
   const first = places[0]!
   if (first.ok) await first.release(false, T0)

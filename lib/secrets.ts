@@ -49,7 +49,10 @@ function loadOrCreate(file: string): string[] {
   } catch (err) {
     // Another process made it first: use theirs, which is whole.
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    return [readSecret(file)!]
+    const theirs = readSecret(file)
+    // Nothing readable stands there after all (a link to nothing): no secret, and never a null key.
+    if (theirs === null) throw new ConfigError(`DATA_DIR: ${JSON.stringify(file)} holds no usable secret (a link to nothing); expected at least ${MIN_SECRET_LENGTH} characters on one line: delete the file to have a new one generated`)
+    return [theirs]
   } finally {
     // The draft goes whatever happened (a failed write leaves a partial one).
     rmSync(draft, { force: true })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../lib/config-error.js'
@@ -75,6 +75,20 @@ t.test('a secret file without a usable secret is a configuration error, never a 
     ), JSON.stringify(content))
     t.equal(readFileSync(file, 'utf8'), content, 'the file is left as it was')
   }
+})
+
+t.test('a link to nothing where the secret file goes is a configuration error, never a null key', async (t) => {
+  // Reading it finds no file, and linking a new one into place finds the name taken: there was
+  // once no check after that, and the platform died on a null key with an internal message.
+  const dir = tempDir()
+  mkdirSync(path.join(dir, 'secrets'))
+  const file = path.join(dir, 'secrets', 'example')
+  symlinkSync(path.join(dir, 'nowhere'), file)
+  t.throws(() => loadSecret(dir, 'example', null), new ConfigError(
+    `DATA_DIR: ${JSON.stringify(file)} holds no usable secret (a link to nothing); expected at least 32 characters on one line: delete the file to have a new one generated`,
+  ))
+  t.equal(readlinkSync(file), path.join(dir, 'nowhere'), 'the link is left as it was')
+  t.same(readdirSync(path.join(dir, 'secrets')), ['example'], 'no draft left behind')
 })
 
 t.test('a secret file of exactly 32 characters is a secret', async (t) => {

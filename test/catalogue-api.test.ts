@@ -176,6 +176,11 @@ for (const target of ['/api/games', '/api/games/lantern-drift']) {
     const revalidated = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'gzip', 'if-none-match': gz.headers['etag']! })
     t.equal(revalidated.status, 304, 'the gzip variant revalidates with its own tag')
     t.equal(revalidated.headers['etag'], gz.headers['etag'])
+    // README: "a tag of any encoding of the current bytes matches".
+    const br = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'br' })
+    const crossed = await rawRequest(platform.url, 'GET', target, { 'accept-encoding': 'br', 'if-none-match': gz.headers['etag']! })
+    t.equal(crossed.status, 304, 'the gzip tag revalidates the brotli variant: the same bytes')
+    t.equal(crossed.headers['etag'], br.headers['etag'])
     const stale = await rawRequest(platform.url, 'GET', target, { 'if-none-match': '"stale", W/"older"' })
     t.equal(stale.status, 200)
     t.same(stale.body, first.body)
@@ -208,6 +213,9 @@ t.test('Accept-Encoding q-values pick the encoding; refusing everything falls ba
     ['identity;q=0, *;q=0', undefined],
     ['deflate', undefined],
     ['GZIP', 'gzip'],
+    // RFC 9110 §8.4.1.3: x-gzip is gzip; parameter names (q) are case-insensitive.
+    ['x-gzip', 'gzip'],
+    ['gzip;Q=0.5, br;Q=0.1', 'gzip'],
     ['', undefined],
   ]
   for (const [accept, encoding] of cases) {
@@ -215,6 +223,29 @@ t.test('Accept-Encoding q-values pick the encoding; refusing everything falls ba
     t.equal(res.status, 200)
     t.equal(res.headers['content-encoding'], encoding, `Accept-Encoding: ${accept}`)
   }
+})
+
+// README: "a detail's max-age never reaches past its next reset". A board resetting every minute
+// has its next reset under 60 s away, so the minute of caching the list gets is too long for it.
+t.test('a detail\'s max-age ends by its next reset, however close', async (t) => {
+  const manifests = tempDir()
+  const game = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  game.leaderboards.configs.main.resetSchedule = '* * * * *'
+  writeFileSync(path.join(manifests, 'broken-game.json'), JSON.stringify(game))
+  const minutely = await startPlatform({ env: { MANIFESTS_DIR: manifests } })
+  t.teardown(() => minutely.stop())
+  // A request that straddles a reset is asked again: its answer may name either reset.
+  for (let tries = 0; tries < 3; tries++) {
+    const before = Date.now()
+    const res = await rawRequest(minutely.url, 'GET', '/api/games/broken-game')
+    if (Math.floor(Date.now() / 60_000) !== Math.floor(before / 60_000)) continue
+    t.equal(res.status, 200)
+    const maxAge = Number(/^public, max-age=(\d+), must-revalidate$/.exec(res.headers['cache-control']!)![1])
+    const next = Date.parse(json(res).leaderboardDetails.main.nextResetAt)
+    t.ok(before + maxAge * 1000 <= next, `max-age=${maxAge} ends by the next reset, ${new Date(next).toISOString()}`)
+    return
+  }
+  t.fail('three requests in a row straddled a minute')
 })
 
 t.test('HEAD answers the headers of GET without a body', async (t) => {

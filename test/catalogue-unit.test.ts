@@ -138,3 +138,17 @@ t.test('two games declaring one board is a catalogue error when any resolved fie
   t.strictSame(conflict({}, { authoritative: true }), declared('authoritative false vs true'))
   t.strictSame(conflict({ type: 'time_best', resetSchedule: '0 0 * * 1' }, { sortOrder: 'ascending', resetSchedule: ' 0  0 * * 1', authoritative: false }), [], 'written differently, resolved the same')
 })
+
+t.test('a detail with several reset schedules expires at the earliest next reset', async (t) => {
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  base.leaderboards = { default: 'daily', ids: ['daily', 'hourly'], configs: { daily: { resetSchedule: '0 0 * * *' }, hourly: { resetSchedule: '0 * * * *' } } }
+  const start = Date.parse('2026-01-01T10:30:00Z')
+  const catalogue = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify(base) }], start).catalogue!
+  const next = (at: number) => {
+    const details = JSON.parse(catalogue.detail('broken-game', at)!.identity.body.toString()).leaderboardDetails
+    return [details.daily.nextResetAt, details.hourly.nextResetAt]
+  }
+  t.same(next(start), ['2026-01-02T00:00:00.000Z', '2026-01-01T11:00:00.000Z'])
+  t.equal(catalogue.detail('broken-game', start)!.expiresAt, Date.parse('2026-01-01T11:00:00Z'), 'the hourly reset, the earlier one')
+  t.same(next(Date.parse('2026-01-01T11:00:00Z')), ['2026-01-02T00:00:00.000Z', '2026-01-01T12:00:00.000Z'], 'past it, the hourly board names its next reset')
+})

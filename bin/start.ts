@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { passwdEntry } from '../lib/bridge/account.js'
+import { findPasswdEntry } from '../lib/bridge/account.js'
 
 // `npm start`: the platform and the terminal bridge together (CONTRACT §1); Ctrl-C stops both.
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -46,7 +46,7 @@ run('platform', 'platform.js', ['--import', path.join(here, '../lib/platform/rel
 // one. For a local try-out as root, lend shells the playfield-shell account when it exists;
 // otherwise run the platform alone (the terminal answers 502) and say how to get the terminal.
 const needsAccount = process.getuid?.() === 0 && !process.env.TERMINAL_USER
-const lend = needsAccount && passwdEntry(DEV_SHELL_ACCOUNT) !== null
+const lend = needsAccount && findPasswdEntry(DEV_SHELL_ACCOUNT) !== null
 if (needsAccount && !lend) {
   process.stderr.write(
     `start: terminal bridge not started: as root it needs TERMINAL_USER=<unprivileged account> ` +

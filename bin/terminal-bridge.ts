@@ -1,7 +1,7 @@
 import { loadBridgeConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
 import { checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
-import { logExactLine, logLine } from '../lib/http/log.js'
+import { logExactLine, logLine } from '../lib/log.js'
 import { killEndingSessions } from '../lib/bridge/session-kill.js'
 import { listen } from '../lib/http/listen.js'
 import { loadSecret } from '../lib/secrets.js'

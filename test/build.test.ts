@@ -29,3 +29,13 @@ t.test('bin/platform and bin/terminal-bridge in a clone not yet built say so in 
     t.strictSame([run.status, run.stdout, run.stderr], [1, '', `${name}: not built yet: run npm install in ${clone}\n`], name)
   }
 })
+
+// .taprc drops @tapjs/typescript (its comment says why). tap builds its plugin set into
+// node_modules, and a runner started with the installed default set passes that set's loaders to
+// the test files of its first run, rebuilding only for the runs after: `npm install` builds tap
+// with .taprc's set (the `prepare` script), so the first `npm test` of a fresh clone has it too.
+t.test('test files run without a TypeScript loader, from the first run of a fresh install', async (t) => {
+  const options = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ')
+  t.notMatch(options, /@tapjs[\\/]typescript|tsimp|ts-node/, 'no TypeScript loader in the test process')
+  t.match(options, /@tapjs[\\/]processinfo/, "tap's own loaders are there: the check reads the right options")
+})

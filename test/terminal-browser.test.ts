@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { Client, freePort, runUsersOk, startPlatform, tempDir } from './helpers/platform.js'
 import { startBridge } from './helpers/terminal.js'
@@ -140,12 +140,17 @@ t.test('a line longer than the kernel keeps in line mode (4,095 characters), typ
   await page.context().close()
 })
 
-t.test('a login shell that prints before its prompt still gets a long early line whole, at the prompt', async (t) => {
-  // A profile's greeting, then a pause before bash starts: the first output is not the prompt.
+/**
+ * A developer's slow-ticket page on a platform and bridge of its own, whose login shell is `script`
+ * (a profile's greeting, then a pause, then bash: the first output is not the prompt).
+ */
+async function greetedPage(t: Test, username: string, script: string): Promise<{ page: Page; release: () => void }> {
   const dir = mkdtempSync('/tmp/playfield-greeting-')
   chmodSync(dir, 0o755)
   const greeting = path.join(dir, 'greeting-shell')
-  writeFileSync(greeting, '#!/bin/bash\necho welcome-aboard\nsleep 0.05\nexec /bin/bash "$@"\n', { mode: 0o755 })
+  writeFileSync(greeting, `#!/bin/bash\n${script}`, { mode: 0o755 })
+  // For the script's INPUTRC: a readline without bracketed paste.
+  writeFileSync(path.join(dir, 'inputrc'), 'set enable-bracketed-paste off\n', { mode: 0o644 })
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const greetPort = await freePort()
   const greetOrigin = `http://127.0.0.1:${greetPort}`
@@ -153,20 +158,40 @@ t.test('a login shell that prints before its prompt still gets a long early line
   t.teardown(() => greeter.stop())
   const platform2 = await startPlatform({ dataDir, env: { PORT: String(greetPort), PLATFORM_ORIGINS: greetOrigin, TERMINAL_PORT: String(greeter.port) } })
   t.teardown(() => platform2.stop())
-  const { page, release } = await slowTicketPage('browser_greeted', greetOrigin)
+  return slowTicketPage(username, greetOrigin)
+}
+
+/**
+ * Paste a 5,010-byte line before the shell is there, release the ticket, and check it ran whole
+ * after the greeting. Resolves to the status line as it was when the prompt first showed.
+ */
+async function longLineAfterGreeting(t: Test, page: Page, release: () => void): Promise<string> {
   await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
   await page.keyboard.press('Enter')
   release()
-  await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
-  const text = await screen(page)
-  // Scrolled off the screen by the long line's echo, into the scrollback.
-  const scrollback = await page.evaluate(() => {
+  // The whole buffer: the long line's echo scrolls the greeting off the screen, into the scrollback.
+  const statusAtPrompt = await page.waitForFunction(() => {
     const buffer = term.buffer.active
-    return Array.from({ length: buffer.length }, (_, i) => buffer.getLine(i)?.translateToString(true) ?? '').join('\n')
-  })
-  t.match(scrollback, /^welcome-aboard$/m, 'the greeting came first')
-  t.match(text, /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
+    const text = Array.from({ length: buffer.length }, (_, i) => buffer.getLine(i)?.translateToString(true) ?? '').join('\n')
+    return /^welcome-aboard$[\s\S]*\$/m.test(text) && (document.getElementById('status')?.textContent ?? '')
+  }, undefined, { timeout: 15_000 })
+  const status = String(await statusAtPrompt.jsonValue())
+  t.not(status, '', 'the greeting, then the prompt')
+  await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
+  t.match(await screen(page), /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
   await page.context().close()
+  return status
+}
+
+t.test('a login shell that prints before its prompt gets a long early line whole, as readline takes the terminal', async (t) => {
+  const { page, release } = await greetedPage(t, 'browser_greeted', 'echo welcome-aboard\nsleep 0.05\nexec /bin/bash "$@"\n')
+  // Sent as readline turned bracketed paste on, before its prompt showed: not 2 s of quiet later.
+  t.match(await longLineAfterGreeting(t, page, release), /^connected: shell [0-9]+$/, 'the keys went out with the prompt')
+})
+
+t.test('a shell without bracketed paste gets a long early line once its output is quiet', async (t) => {
+  const { page, release } = await greetedPage(t, 'browser_greeted_plain', 'echo welcome-aboard\nexport INPUTRC="$(dirname "$0")/inputrc"\nsleep 0.05\nexec /bin/bash "$@"\n')
+  await longLineAfterGreeting(t, page, release)
 })
 
 t.test('keys typed before the shell past 65,536 units are not sent, nor those after them, and the page says so', async (t) => {

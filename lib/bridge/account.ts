@@ -12,7 +12,7 @@ export interface ShellAccount {
 }
 
 /** The passwd entry of `name`, from /etc/passwd; null when there is none. */
-export function passwdEntry(name: string): { uid: number; gid: number; home: string } | null {
+export function findPasswdEntry(name: string): { uid: number; gid: number; home: string } | null {
   for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
     const fields = line.split(':')
     if (fields[0] === name && fields.length >= 7) return { uid: Number(fields[2]), gid: Number(fields[3]), home: fields[5]! }
@@ -38,7 +38,7 @@ export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = proces
   if (config.user === null || config.user === 'root') {
     throw new ConfigError('TERMINAL_USER: must name an unprivileged account when the bridge runs as root; shells never run as root')
   }
-  const entry = passwdEntry(config.user)
+  const entry = findPasswdEntry(config.user)
   if (!entry) throw new ConfigError(`TERMINAL_USER: ${JSON.stringify(config.user)} is not an account in /etc/passwd; expected an existing unprivileged account`)
   if (entry.uid === 0 || entry.gid === 0) throw new ConfigError(`TERMINAL_USER: ${JSON.stringify(config.user)} has uid or gid 0; expected an unprivileged account`)
   return { username: config.user, ...entry }

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http'
 import type { WebSocket } from 'ws'
-import { kernelSendQueues } from './send-queues.js'
+import { readSendQueues } from './send-queues.js'
 
 /**
  * Each connection is pinged this often, and cut when it has not answered the ping before (within
@@ -11,7 +11,7 @@ import { kernelSendQueues } from './send-queues.js'
  * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
  * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
  * room in the kernel's send buffer leaves (serveConnection), or when the kernel's queue of
- * unacknowledged bytes shrank since the last beat (kernelSendQueues): both happen only on the
+ * unacknowledged bytes shrank since the last beat (readSendQueues): both happen only on the
  * client's acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
  */
 const HEARTBEAT_MS = 20_000
@@ -38,7 +38,7 @@ export function startHeartbeat(server: Server, connections: ReadonlyMap<WebSocke
   let stopped = false
   const beat = async (): Promise<void> => {
     const address = server.address()
-    const queues = connections.size > 0 && typeof address === 'object' && address ? await kernelSendQueues(address.port, address.family) : null
+    const queues = connections.size > 0 && typeof address === 'object' && address ? await readSendQueues(address.port, address.family) : null
     if (stopped) return
     for (const ws of connections.keys()) {
       const ponged = answered.delete(ws)

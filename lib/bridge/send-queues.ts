@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
  * acknowledgements make it shrink. Peers are told apart by port alone: on loopback two at once
  * with the same port (from 127.0.0.1 and 127.0.0.2) would share one figure.
  */
-export async function kernelSendQueues(localPort: number, family: string): Promise<Map<number, number> | null> {
+export async function readSendQueues(localPort: number, family: string): Promise<Map<number, number> | null> {
   let text: string
   try {
     text = await readFile(family === 'IPv6' ? '/proc/net/tcp6' : '/proc/net/tcp', 'latin1')

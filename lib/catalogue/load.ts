@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import type { PlatformConfig } from '../config.js'
-import { logLine } from '../http/log.js'
+import { logLine } from '../log.js'
 import type { Catalogue } from './catalogue.js'
 import { buildCatalogue, type BuildResult, type ManifestFile } from './build.js'
 import { formatProblem, type Problem } from './problems.js'

@@ -1,5 +1,5 @@
 import type { TSchema, Validator } from '../typebox.js'
-import { escapeControls } from '../http/log.js'
+import { escapeControls } from '../log.js'
 import { PATTERN_TEXT } from './manifest.js'
 
 /** One catalogue problem; printed as `<file>: <JSON path>: <what is wrong>` (CONTRACT §5). */

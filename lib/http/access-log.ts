@@ -1,4 +1,4 @@
-import { isoNow, queueLine } from './log.js'
+import { isoNow, queueLine } from '../log.js'
 
 /** What the access log says of a request: the server's Exchange. */
 interface LoggedRequest {

@@ -1,6 +1,6 @@
 import type { Backend } from '../backend/backend.js'
 import type { CatalogueHolder } from '../catalogue/load.js'
-import { logLine } from '../http/log.js'
+import { logLine } from '../log.js'
 
 /** A sync the backend refused (a database locked past its wait) is tried again this often. */
 const SYNC_RETRY_MS = 2_000

@@ -1,6 +1,6 @@
 import { readBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
-import { logLine } from '../http/log.js'
+import { logLine } from '../log.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { usernameTaken } from '../backend/refusals.js'

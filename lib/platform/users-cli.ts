@@ -3,7 +3,7 @@ import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import { databaseExists } from '../backend/embedded/db.js'
 import type { Account, Backend } from '../backend/backend.js'
-import { escapeControls } from '../http/log.js'
+import { escapeControls } from '../log.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { invalidCredentials, noSession, tooManyRenames, userNotFound, usernameTaken } from '../refusals.js'
-import { logLine } from '../../http/log.js'
+import { logLine } from '../../log.js'
 import type { Rule } from '../../limiter.js'
 import type { TSchema } from '../../typebox.js'
 import { MIN_TOKEN_LIFE_MS, type Account, type AccountPart, type BackendSession } from '../backend.js'

@@ -1,5 +1,5 @@
 import type { NakamaConfig } from '../../config.js'
-import { logLine } from '../../http/log.js'
+import { logLine } from '../../log.js'
 import type { Static, TSchema, Validator } from '../../typebox.js'
 import { backendUnavailable, FIXES, misconfigured, NakamaError, NakamaMisconfigured, NakamaUnexpected, type NakamaAuth } from './errors.js'
 

@@ -1,7 +1,7 @@
 import { resetTimes } from '../../catalogue/schedule.js'
 import { leaderboardNotFound, overflow } from '../refusals.js'
 import { HttpError, invalidField } from '../../http/errors.js'
-import { logLine } from '../../http/log.js'
+import { logLine } from '../../log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import { LaunchAnswer, PageAnswer, SyncAnswer, WriteAnswer } from './answers.js'
 import type { NakamaClient } from './client.js'

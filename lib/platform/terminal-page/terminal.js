@@ -18,12 +18,14 @@ const MAX_EARLY_INPUT = 64 * 1024
  * They go to the shell with its first output (its prompt), as typing ahead in any terminal: the
  * shell may still be in the terminal's line mode, which takes lines up to LINE_MODE_MAX bytes and
  * cuts a longer one, which would then run without its end. Keys holding a longer line wait for
- * the prompt itself, taken to be there once the shell's output has been quiet for PROMPT_QUIET_MS
- * (a login shell's profile may print before it): readline has left line mode when it prints the
- * prompt. A shell that prints nothing gets them PROMPT_WAIT_MS after it started.
+ * the prompt itself (a login shell's profile may print before it): the line editor turning on
+ * bracketed paste (LINE_EDITOR_ON), which readline (bash 5.1 and later by default) writes once it
+ * has left line mode, just before the prompt; for a shell that does not write it, the shell's
+ * output quiet for PROMPT_WAIT_MS. A shell that prints nothing gets them PROMPT_WAIT_MS after it
+ * started.
  */
 const LINE_MODE_MAX = 4095
-const PROMPT_QUIET_MS = 300
+const LINE_EDITOR_ON = '\x1b[?2004h'
 const PROMPT_WAIT_MS = 2000
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
@@ -107,10 +109,13 @@ let shellRunning = false
 let shellPid = null
 /** A shell is on its way (a ticket, the connection, a create out): keystrokes wait in earlyInput. */
 let creating = false
-/** The shell has started but is not at its prompt yet: keystrokes still wait (PROMPT_WAIT_MS). */
+/**
+ * The shell has started but is not at its prompt yet: keystrokes still wait. The timer that sends
+ * them (PROMPT_WAIT_MS after `created`, or after the latest output when they hold a long line).
+ */
 let awaitingPrompt = null
-/** While awaiting the prompt, the timer that takes quiet output as the prompt (PROMPT_QUIET_MS). */
-let quietOutput = null
+/** While awaiting the prompt, the output's last characters: LINE_EDITOR_ON may come in two frames. */
+let outputTail = ''
 let earlyInput = ''
 /** Why keys typed before the shell were not kept (past MAX_EARLY_INPUT), said once the shell is there. */
 let earlyDropped = ''
@@ -176,7 +181,6 @@ function sendInput(data) {
 function noShell() {
   creating = false
   clearTimeout(awaitingPrompt)
-  clearTimeout(quietOutput)
   awaitingPrompt = null
   earlyInput = ''
   earlyDropped = ''
@@ -196,10 +200,18 @@ function holdsLongLine(text) {
   return text.split(/[\r\n]/).some((line) => line.length * 3 > LINE_MODE_MAX && utf8.encode(line).length > LINE_MODE_MAX)
 }
 
-/** The shell is ready for what was typed (or PROMPT_WAIT_MS passed): it goes out. */
+/** Output while the shell starts: the keys go out now, or at its prompt when they hold a long line. */
+function awaitPrompt(data) {
+  const seen = outputTail + data
+  outputTail = seen.slice(-(LINE_EDITOR_ON.length - 1))
+  if (!holdsLongLine(earlyInput) || seen.includes(LINE_EDITOR_ON)) return shellReady()
+  clearTimeout(awaitingPrompt)
+  awaitingPrompt = setTimeout(shellReady, PROMPT_WAIT_MS)
+}
+
+/** The shell is ready for what was typed (or PROMPT_WAIT_MS passed in quiet): it goes out. */
 function shellReady() {
   clearTimeout(awaitingPrompt)
-  clearTimeout(quietOutput)
   awaitingPrompt = null
   setStatus(`connected: shell ${shellPid}`)
   sendInput(earlyInput)
@@ -258,11 +270,7 @@ async function connect() {
       // The ack tells the bridge what is on screen, so a flood never runs far ahead of the page.
       const size = frame.data.length
       term.write(frame.data, () => send({ type: 'ack', bytes: size }))
-      if (awaitingPrompt !== null && !holdsLongLine(earlyInput)) shellReady()
-      else if (awaitingPrompt !== null) {
-        clearTimeout(quietOutput)
-        quietOutput = setTimeout(shellReady, PROMPT_QUIET_MS)
-      }
+      if (awaitingPrompt !== null) awaitPrompt(frame.data)
     } else if (frame.type === 'created') {
       shellRunning = true
       shellPid = frame.pid
@@ -272,6 +280,7 @@ async function connect() {
       // The window may have changed while the shell started; keys typed wait for its prompt.
       sendSize()
       awaitingPrompt = setTimeout(shellReady, PROMPT_WAIT_MS)
+      outputTail = ''
     } else if (frame.type === 'exit') {
       shellRunning = false
       noShell()

@@ -35,7 +35,7 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
   const terminalProxy = attachTerminalProxy(server, config)
   const port = await listen(server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
-    throw listenProblem(err, 'HOST', config.host, 'PORT', config.port)
+    throw listenProblem(err, { hostVar: 'HOST', host: config.host, portVar: 'PORT', port: config.port })
   })
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
   const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine })
   const port = await listen(bridge.server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
-    throw listenProblem(err, 'TERMINAL_HOST', config.host, 'TERMINAL_PORT', config.port, '127.0.0.1 or ::1 (loopback only)')
+    throw listenProblem(err, { hostVar: 'TERMINAL_HOST', host: config.host, portVar: 'TERMINAL_PORT', port: config.port, examples: '127.0.0.1 or ::1 (loopback only)' })
   })
   // Root no longer, before the first connection is accepted: all that needed root, the secret in
   // DATA_DIR and the listening socket, is done, and a port in use is still reported by a process

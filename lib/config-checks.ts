@@ -78,11 +78,7 @@ function ensureDirectory(name: string, dir: string, value = dir, mode = 0o700): 
  */
 export function listenProblem(
   err: NodeJS.ErrnoException,
-  hostVar: string,
-  host: string,
-  portVar: string,
-  port: number,
-  examples = '127.0.0.1 or 0.0.0.0',
+  { hostVar, host, portVar, port, examples = '127.0.0.1 or 0.0.0.0' }: { hostVar: string; host: string; portVar: string; port: number; examples?: string },
 ): ConfigError {
   const code = err.code ?? 'error'
   if (code === 'EADDRINUSE') return new ConfigError(`${portVar}: ${port} is already in use on ${host}; expected a free port`)

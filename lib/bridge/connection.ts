@@ -29,25 +29,33 @@ const MAX_QUEUED_ERRORS = 256
  * CONTRACT §6: the one JSON line logged for every connection when it ends (pid null without a
  * PTY), with exactly the fields the contract names: the log writes it without adding `time`.
  */
-export function sessionLine(claims: TicketClaims, pid: number | null, startedAt: string, bytesIn: number, bytesOut: number): Record<string, unknown> {
+export function sessionLine(
+  claims: TicketClaims,
+  { pid, startedAt, bytesIn, bytesOut }: { pid: number | null; startedAt: string; bytesIn: number; bytesOut: number },
+): Record<string, unknown> {
   return { event: 'terminal.session', user: claims.username, pid, startedAt, endedAt: new Date().toISOString(), bytesIn, bytesOut }
+}
+
+/** What a connection uses of its bridge. */
+export interface ConnectionServices {
+  registry: Registry
+  /** The bridge's event log. */
+  log: (entry: Record<string, unknown>) => void
+  /** Where the `terminal.session` line goes (written as it is, CONTRACT §6). */
+  sessionLog: (entry: Record<string, unknown>) => void
+  /**
+   * Called each time a frame that had to wait for room in the kernel's send buffer has left for
+   * the network: room that only the client's acknowledgements make. It is the heartbeat's sign
+   * that a client whose ping waits behind output is still taking that output.
+   */
+  took: () => void
 }
 
 /**
  * One WebSocket connection: frames in, frames out, at most one live PTY, flow control, and the
  * `terminal.session` log line when it ends. Resolves once its shell session, if any, is ended.
- * `took` is called each time a frame that had to wait for room in the kernel's send buffer has
- * left for the network: room that only the client's acknowledgements make. It is the heartbeat's
- * sign that a client whose ping waits behind output is still taking that output.
  */
-export function serveConnection(
-  ws: WebSocket,
-  claims: TicketClaims,
-  registry: Registry,
-  log: (entry: Record<string, unknown>) => void,
-  sessionLog: (entry: Record<string, unknown>) => void,
-  took: () => void,
-): Promise<void> {
+export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry, log, sessionLog, took }: ConnectionServices): Promise<void> {
   const startedAt = new Date().toISOString()
   let terminal: Terminal | null = null
   let pid: number | null = null
@@ -159,7 +167,7 @@ export function serveConnection(
     ws.once('close', () => {
       const ending = terminal ? registry.dispose(terminal) : Promise.resolve()
       terminal = null
-      sessionLog(sessionLine(claims, pid, startedAt, bytesIn, bytesOut))
+      sessionLog(sessionLine(claims, { pid, startedAt, bytesIn, bytesOut }))
       void ending.then(resolve)
     })
   })

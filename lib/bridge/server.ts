@@ -131,7 +131,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         const startedAt = new Date().toISOString()
         const closed = new Promise<void>((resolve) =>
           ws.once('close', () => {
-            sessionLog(sessionLine(claims, null, startedAt, 0, 0))
+            sessionLog(sessionLine(claims, { pid: null, startedAt, bytesIn: 0, bytesOut: 0 }))
             refused.delete(closed)
             resolve()
           }),
@@ -140,7 +140,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
         setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
         return ws.close(refusal[0], refusal[1])
       }
-      const done = serveConnection(ws, claims, registry, log, sessionLog, () => heartbeat.took(ws))
+      const done = serveConnection(ws, claims, { registry, log, sessionLog, took: () => heartbeat.took(ws) })
       connections.set(ws, done)
       heartbeat.watch(ws, (socket as Socket).remotePort ?? -1)
       ws.once('close', () => connections.delete(ws))

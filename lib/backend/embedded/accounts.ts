@@ -8,6 +8,7 @@ import { loadSecret } from '../../secrets.js'
 import type { Account, AccountPart, BackendSession } from '../backend.js'
 import { BucketStore } from './buckets.js'
 import type { Migration } from './db.js'
+import { EventWindowStore } from './event-windows.js'
 import { hashPassword, verifyNothing, verifyPassword } from './passwords.js'
 import { SessionIssuer } from './sessions.js'
 
@@ -52,10 +53,11 @@ interface Row {
   password_hash: string | null
 }
 
-/** Accounts, passwords, sessions, roles and buckets on SQLite: the account half of the embedded backend. */
+/** Accounts, passwords, sessions, roles, buckets and event windows on SQLite: the account half of the embedded backend. */
 export class AccountStore implements AccountPart {
   readonly #sessions: SessionIssuer
   readonly #buckets: BucketStore
+  readonly #windows: EventWindowStore
   readonly #statements = new Map<string, Database.Statement>()
 
   /**
@@ -70,6 +72,7 @@ export class AccountStore implements AccountPart {
     const keys = { session: loadSecret(config.dataDir, 'token-key', null), refresh: loadSecret(config.dataDir, 'refresh-key', null) }
     this.#sessions = new SessionIssuer(db, keys, clock)
     this.#buckets = new BucketStore(db)
+    this.#windows = new EventWindowStore(db)
   }
 
   async authenticateGuest(): Promise<BackendSession> {
@@ -144,21 +147,7 @@ export class AccountStore implements AccountPart {
   }
 
   async eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]> {
-    const recent = (): number[] => {
-      const row = this.#sql('SELECT times FROM event_windows WHERE key = ?').get(key) as { times: string } | undefined
-      return row ? (JSON.parse(row.times) as number[]).filter((time) => time > now - windowMs) : []
-    }
-    if (!record) return recent()
-    // IMMEDIATE: the read and the write of one window are one step, across processes too.
-    const add = this.db.transaction(() => {
-      // In time order whatever order the writes came in (instances' clocks differ a little).
-      const times = [...recent(), now].sort((a, b) => a - b).slice(-record.keep)
-      this.#sql('INSERT INTO event_windows (key, times, last_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET times = excluded.times, last_at = excluded.last_at').run(key, JSON.stringify(times), now)
-      // Windows nobody added to for a while hold nothing that still counts.
-      this.#sql('DELETE FROM event_windows WHERE last_at <= ?').run(now - windowMs)
-      return times
-    })
-    return add.immediate()
+    return record ? this.#windows.record(key, now, windowMs, record.keep) : this.#windows.recent(key, now, windowMs)
   }
 
   async grantRole(username: string, role: string): Promise<Account> {

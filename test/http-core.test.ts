@@ -416,6 +416,12 @@ t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger
     const socket = net.connect(port, '127.0.0.1', () => socket.write(head))
     socket.setEncoding('utf8').once('data', (d: string) => resolve({ socket, first: d })).on('error', reject)
   })
+  // Send the body the 100 asked for; everything the connection then said, from its first answer.
+  const sendBody = (asked: { socket: net.Socket; first: string }, body: string): Promise<string> => new Promise((resolve) => {
+    let text = asked.first
+    asked.socket.on('data', (d: string) => (text += d)).on('close', () => resolve(text))
+    asked.socket.write(body)
+  })
   const big = await firstAnswer('POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n')
   t.match(big.first, /^HTTP\/1\.1 413 /, 'the refusal comes first, no 100')
   t.match(big.first, /"code":"PAYLOAD_TOO_LARGE"/)
@@ -423,21 +429,13 @@ t.test('Expect: 100-continue gets 100 only for a body within the limit; a larger
   const kit = '{"name":"kit"}'
   const small = await firstAnswer(`POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${kit.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
   t.match(small.first, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'a body within the limit is asked for')
-  const rest = await new Promise<string>((resolve) => {
-    let text = small.first
-    small.socket.on('data', (d: string) => (text += d)).on('close', () => resolve(text))
-    small.socket.write(kit)
-  })
+  const rest = await sendBody(small, kit)
   t.match(rest, /HTTP\/1\.1 200 [^]*\{"success":true,"got":\{"name":"kit"\}\}$/, 'and read')
   // The limit is inclusive: a body of exactly 65,536 bytes is read (CONTRACT §4: over it is 413), so it is asked for too.
   const exact = JSON.stringify({ name: 'y'.repeat(65_536 - 11) })
   const atLimit = await firstAnswer(`POST /api/things HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${exact.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`)
   t.match(atLimit.first, /^HTTP\/1\.1 100 Continue\r\n\r\n/, 'a body of exactly 65,536 bytes is asked for')
-  const atLimitRest = await new Promise<string>((resolve) => {
-    let text = atLimit.first
-    atLimit.socket.on('data', (d: string) => (text += d)).on('close', () => resolve(text))
-    atLimit.socket.write(exact)
-  })
+  const atLimitRest = await sendBody(atLimit, exact)
   t.match(atLimitRest, /HTTP\/1\.1 200 /, 'and read')
 })
 

@@ -26,6 +26,10 @@ t.test('10 failed sign-ins a minute from one address: the 11th attempt and every
     ['login with a wrong one', () => c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' })],
     ['guest', () => c.post('/api/auth/guest')],
     ['register', () => c.post('/api/auth/register', { username: 'newcomer', password: 'right password' })],
+    // Refused before the body is read: a sign-in from a limited address is 429 whatever it holds.
+    ['login with a body that fails the schema', () => c.post('/api/auth/login', { username: '' })],
+    ['login with a body that is not JSON', () => c.request('POST', '/api/auth/login', '{', { 'content-type': 'application/json' })],
+    ['register with a body that fails the schema', () => c.post('/api/auth/register', { username: 'x', password: 'short' })],
   ]
   for (const [label, attempt] of checks) {
     const res = await attempt()

@@ -27,6 +27,12 @@ export function authRoutes(router: Router, app: App): void {
   const cookie = sessionCookie(app.config)
   const limit = new SigninLimit((key, now, windowMs, record) => app.backend.eventWindow(key, now, windowMs, record))
 
+  /** Refuse a sign-in from a limited address (429), whatever its body holds. */
+  const refuseLimited = async (ctx: RouteContext): Promise<void> => {
+    const waitMs = await limit.waitMs(addressBlock(ctx.ip), app.now())
+    if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
+  }
+
   /**
    * Answer a sign-in: set the cookie, reply with the session body. Refuses first when the address
    * is limited. A login checks its password only in a place the limit gives it (SigninLimit), and
@@ -40,8 +46,7 @@ export function authRoutes(router: Router, app: App): void {
     const address = addressBlock(ctx.ip)
     const place = checksPassword ? await limit.acquire(address, () => app.now()) : null
     if (place && !place.ok) throw rateLimited(place.busy ? 'too many sign-ins in progress from this address' : 'too many failed sign-ins from this address', place.waitMs)
-    const waitMs = place ? 0 : await limit.waitMs(address, app.now())
-    if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
+    if (!place) await refuseLimited(ctx)
     let session: BackendSession
     let wrongCredentials = false
     try {
@@ -72,8 +77,10 @@ export function authRoutes(router: Router, app: App): void {
   )
 
   router.add('POST', '/api/auth/login', async (ctx) => {
-    // The body first: a login may then wait for a place to check its password, and a client gone
-    // meanwhile must not leave it waiting on a body that will never come.
+    // A limited address is refused before its body is read, as a guest or register is. Then the
+    // body: a login may wait for a place to check its password, and a client gone meanwhile must
+    // not leave it waiting on a body that will never come.
+    await refuseLimited(ctx)
     const { username, password } = check(LoginBody, nfcPassword(await readJson(ctx.req)))
     await signIn(ctx, async () => {
       // No account can have such a password (register refuses it): a wrong credential, counted.

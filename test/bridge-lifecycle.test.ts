@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import t from 'tap'
 import { WebSocket } from 'ws'
-import { alive, connect, maskedText, ORIGIN, paceReading, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
+import { alive, connect, maskedText, ORIGIN, readPaced, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -302,20 +302,13 @@ for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
 t.test('SIGTERM while a client reads a flood at 2 MB/s: the bridge exits within 5 s, and the client still reads its output, then 1001', async (t) => {
   const bridge = await startBridge()
   const c = await shell(bridge.port)
-  let chars = 0
-  const pace = paceReading(c.ws, 2 * 1024 * 1024, () => chars)
-  c.ws.removeAllListeners('message')
-  c.ws.on('message', (data) => {
-    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
-    if (frame.type === 'output') chars += frame.data!.length
-    pace()
-  })
+  const read = readPaced(c, 2 * 1024 * 1024)
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
-  await until(() => chars > 1_000_000, 10_000, 'the flood under way')
+  await until(() => read.chars > 1_000_000, 10_000, 'the flood under way')
   const started = Date.now()
   const exited = await bridge.stop('SIGTERM')
   t.ok(Date.now() - started < 5_000, `exited within 5 s (took ${Date.now() - started} ms)`)
   t.same(exited, { code: 0, signal: null })
   const closed = await c.whenClosed(30_000)
-  t.equal(closed.code, 1001, `closed with 1001 after ${chars} characters`)
+  t.equal(closed.code, 1001, `closed with 1001 after ${read.chars} characters`)
 })

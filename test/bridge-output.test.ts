@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
-import { connect, paceReading, startBridge, type TermClient, until } from './helpers/terminal.js'
+import { connect, readPaced, startBridge, type TermClient, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
@@ -86,21 +86,14 @@ t.test('a client that reads 5 MB/s and never acks keeps the bridge within a few 
   const { c, pid } = await freshShell(t)
   await c.run('true')
   const before = rssMiB(pid)
-  let chars = 0
-  const pace = paceReading(c.ws, 5 * 1024 * 1024, () => chars)
-  c.ws.removeAllListeners('message')
-  c.ws.on('message', (data) => {
-    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
-    if (frame.type === 'output') chars += frame.data!.length
-    pace()
-  })
+  const read = readPaced(c, 5 * 1024 * 1024)
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   let peak = before
   for (let i = 0; i < 40; i++) {
     await sleep(100)
     peak = Math.max(peak, rssMiB(pid))
   }
-  t.ok(chars > 5_000_000, `the client read ${chars} characters`)
+  t.ok(read.chars > 5_000_000, `the client read ${read.chars} characters`)
   t.ok(peak - before < 10, `RSS grew ${(peak - before).toFixed(1)} MiB (from ${before.toFixed(1)} to ${peak.toFixed(1)})`)
   c.ws.terminate()
 })

@@ -56,6 +56,22 @@ export function paceReading(ws: WebSocket, bytesPerSecond: number, read: () => n
   }
 }
 
+/**
+ * Make `c` read its output at `bytesPerSecond` (characters), counting it without keeping it (a
+ * flood does not fit in a test string); other frames are dropped. The count is `chars`.
+ */
+export function readPaced(c: TermClient, bytesPerSecond: number): { chars: number } {
+  const counter = { chars: 0 }
+  const pace = paceReading(c.ws, bytesPerSecond, () => counter.chars)
+  c.ws.removeAllListeners('message')
+  c.ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as { type: string; data?: string }
+    if (frame.type === 'output') counter.chars += frame.data!.length
+    pace()
+  })
+  return counter
+}
+
 /** A fresh ticket for a test user. */
 export function ticket(now = Date.now(), user = { id: 'u-1', username: 'dev' }): string {
   return mintTicket([TICKET_SECRET], user, now).ticket

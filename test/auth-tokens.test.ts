@@ -1,21 +1,13 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
-import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import t from 'tap'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { decodeJwt, expectError, signUp, sessionOf } from './helpers/accounts.js'
-import { ACCOUNT_MIGRATIONS, AccountStore } from '../lib/backend/embedded/accounts.js'
-import { openDatabase } from '../lib/backend/embedded/db.js'
 import { signToken, verifyToken } from '../lib/backend/embedded/tokens.js'
 import { hashPassword, verifyPassword } from '../lib/backend/embedded/passwords.js'
-import type { Backend } from '../lib/backend/backend.js'
-import { loadPlatformConfig } from '../lib/config.js'
-import { Router } from '../lib/http/router.js'
-import { createServer } from '../lib/http/server.js'
-import type { App } from '../lib/platform/app.js'
 import { authRoutes } from '../lib/platform/auth-routes.js'
-import { createAuth } from '../lib/platform/session.js'
+import { startClockedPlatform } from './helpers/clocked-platform.js'
 
 interface TokenBody {
   success: boolean
@@ -88,44 +80,27 @@ t.test('GET /api/auth/backend-token over HTTP', async (t) => {
 })
 
 t.test('backend-token refreshes a token with under 5 minutes left (in-process, injected clock)', async (t) => {
-  const dataDir = tempDir()
-  let clock = Date.now()
-  const now = (): number => clock
-  const config = loadPlatformConfig({ DATA_DIR: dataDir })
-  const db = openDatabase(dataDir, ACCOUNT_MIGRATIONS)
-  // Only the account half of the backend is reached by these routes.
-  const backend = new AccountStore(db, config, now) as unknown as Backend
-  const app: App = { config, backend, auth: createAuth(config, backend, now), catalogue: () => { throw new Error('unused') }, now }
-  const router = new Router()
-  authRoutes(router, app)
-  const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy, log: () => {} })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => {
-    server.closeAllConnections()
-    server.close()
-    db.close()
-  })
-  const c = new Client(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+  const { client: c, clock } = await startClockedPlatform(t, [authRoutes])
   t.equal((await c.post('/api/auth/guest')).status, 200)
   const first = (await (await c.get('/api/auth/backend-token')).json()) as TokenBody
-  t.equal(first.expires_at, Math.floor(clock / 1000) * 1000 + 3_600_000)
+  t.equal(first.expires_at, Math.floor(clock.now / 1000) * 1000 + 3_600_000)
 
-  clock += 54 * 60_000
+  clock.now += 54 * 60_000
   const early = await c.get('/api/auth/backend-token')
   t.same(await early.json(), first, '6 minutes left: the stored token is answered')
   t.equal(early.headers.getSetCookie().length, 0)
 
-  clock += 2 * 60_000
+  clock.now += 2 * 60_000
   const late = await c.get('/api/auth/backend-token')
   const second = (await late.json()) as TokenBody
   t.not(second.token, first.token, '4 minutes left: a new token')
-  t.equal(second.expires_at, Math.floor(clock / 1000) * 1000 + 3_600_000, 'valid for an hour from now')
+  t.equal(second.expires_at, Math.floor(clock.now / 1000) * 1000 + 3_600_000, 'valid for an hour from now')
   t.equal(decodeJwt(second.token).claims.tid, decodeJwt(first.token).claims.tid, 'the refresh keeps the tid, as Nakama does')
   t.equal(second.user_id, first.user_id)
   t.equal(late.headers.getSetCookie().length, 1, 'the cookie is reset with the new token')
   t.same(await (await c.get('/api/auth/backend-token')).json(), second, 'and the new token is stored')
 
-  clock += 30 * 86_400_000
+  clock.now += 30 * 86_400_000
   await expectError(t, await c.get('/api/auth/backend-token'), 401, 'NO_SESSION', 'after 30 days')
   await expectError(t, await c.get('/api/auth/session'), 401, 'NO_SESSION', 'the session is over after 30 days')
   t.ok(sessionOf(c), 'the client still sends its cookie; the server refuses it')

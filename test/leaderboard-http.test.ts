@@ -90,6 +90,26 @@ t.test('ranks with ties and pages that cover every record once', async (t) => {
   t.equal((again.body.record as { rank: number }).rank, own.rank, 'a no-op write answers the same rank')
 })
 
+t.test('GET /api/leaderboards/{id}: the limit\'s bounds, 1 and 100, are accepted and honoured', async (t) => {
+  // The test before wrote 23 records of its own to fx-set-asc: more than the default 20, fewer than 100.
+  const anon = new Client(platform.url)
+  type Page = { success: boolean; records: { rank: number }[]; nextCursor: string | null }
+  const page = async (query: string): Promise<Page> => {
+    const res = await anon.get(`/api/leaderboards/fx-set-asc?${query}`)
+    t.equal(res.status, 200, query)
+    return (await res.json()) as Page
+  }
+  const all = await page('limit=100')
+  t.equal(all.success, true)
+  t.ok(all.records.length > 20 && all.records.length < 100, `limit=100: every record (${all.records.length}), past the default 20`)
+  t.equal(all.nextCursor, null, 'limit=100: one page, no cursor')
+  t.same(all.records.map((r) => r.rank), all.records.map((_, i) => i + 1), 'ranks 1..n')
+  t.same(await page('limit=99'), all, 'limit=99: the same page')
+  const one = await page('limit=1')
+  t.same(one.records, all.records.slice(0, 1), 'limit=1: the first record alone')
+  t.type(one.nextCursor, 'string', 'limit=1: and a cursor to the rest')
+})
+
 t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async (t) => {
   const anon = new Client(platform.url)
   const res = await anon.get('/api/leaderboards/fx-incr-desc')

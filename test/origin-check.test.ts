@@ -28,6 +28,23 @@ t.test('DELETE and PATCH from a foreign Origin are 403 FORBIDDEN_ORIGIN, as POST
   }
 })
 
+t.test('a foreign state-changing request to a path no route serves is 403 too, not 404: the Origin check comes first', async (t) => {
+  for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+    const api = await rawRequest(platform.url, method, '/api/no-such-endpoint', { origin: 'https://evil.example' })
+    t.equal(api.status, 403, `${method} /api/no-such-endpoint`)
+    t.strictSame(body(api), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' }, `${method} /api/no-such-endpoint: body`)
+    t.equal(api.headers['vary'], 'Origin')
+    const page = await rawRequest(platform.url, method, '/no-such-page', { origin: 'https://evil.example' })
+    t.equal(page.status, 403, `${method} /no-such-page`)
+    t.match(page.headers['content-type'], /^text\/html/)
+    t.match(page.body.toString(), /403 origin not allowed/)
+    // The same request from a platform origin is the router's 404.
+    const allowed = await rawRequest(platform.url, method, '/api/no-such-endpoint', { origin: ORIGIN })
+    t.equal(allowed.status, 404, `${method} from a platform origin`)
+    t.equal((body(allowed) as { code: string }).code, 'NOT_FOUND')
+  }
+})
+
 t.test('a page route refuses a foreign state-changing request too: 403 before its 405, as HTML', async (t) => {
   const res = await rawRequest(platform.url, 'DELETE', '/dev/terminal', { origin: 'https://evil.example' })
   t.equal(res.status, 403)

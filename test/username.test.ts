@@ -1,6 +1,9 @@
 import t from 'tap'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { BAD_NAMES, countRows, decodeJwt, expectError, signUp, type SessionBody } from './helpers/accounts.js'
+import { authRoutes } from '../lib/platform/auth-routes.js'
+import { userRoutes } from '../lib/platform/user-routes.js'
+import { startClockedPlatform } from './helpers/clocked-platform.js'
 
 const dataDir = tempDir()
 let platform = await startPlatform({ dataDir })
@@ -163,6 +166,26 @@ t.test('the 4th accepted rename within the hour is 429 RATE_LIMITED with Retry-A
   t.equal(body.error, 'too many username changes; try again later', 'the same wording on either backend')
   t.equal(await nameOf(c), 'often3')
   t.equal((await new Client(platform.url).post('/api/auth/register', { username: 'often4', password: 'correct horse' })).status, 200, 'the refused name stays free')
+})
+
+t.test('Retry-After is the wait that suffices: a rename after it is accepted, one a second earlier is not (in-process, injected clock)', async (t) => {
+  const { client: c, clock } = await startClockedPlatform(t, [authRoutes, userRoutes])
+  t.equal((await c.post('/api/auth/guest')).status, 200)
+  for (const name of ['waiter1', 'waiter2', 'waiter3']) t.equal((await rename(c, name)).status, 200, name)
+  // Half a second later the bucket holds a sliver of a token: the wait is 1199.5 s, so 1200 whole seconds.
+  clock.now += 500
+  const refused = await rename(c, 'waiter4')
+  await expectError(t, refused, 429, 'RATE_LIMITED')
+  const retry = Number(refused.headers.get('retry-after'))
+  t.equal(retry, 1200, 'Retry-After rounds the wait up to whole seconds')
+  clock.now += (retry - 1) * 1000
+  const early = await rename(c, 'waiter4')
+  await expectError(t, early, 429, 'RATE_LIMITED', 'a second before Retry-After has passed')
+  t.equal(early.headers.get('retry-after'), '1', 'the half second left, rounded up')
+  clock.now += 1000
+  const res = await rename(c, 'waiter4')
+  t.equal(res.status, 200, 'once Retry-After has passed')
+  t.same(await res.json(), { success: true, username: 'waiter4' })
 })
 
 t.test('10 concurrent renames by one user: exactly 3 are accepted', async (t) => {

@@ -158,6 +158,56 @@ t.test('closing the socket ends the shell, a background job and a nohup job, and
   t.ok(Date.parse(line.endedAt as string) >= Date.parse(line.startedAt as string), 'startedAt <= endedAt')
 })
 
+t.test('the session line counts bytes, not characters: bytesIn is the UTF-8 of every input frame, bytesOut every byte of output the client got', async (t) => {
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const c = await shell(bridge.port)
+  // Multi-byte characters both ways: each counted as one character would show.
+  const inputs = ["echo '漢字€'; printf 'é%.0s' $(seq 1 1000); echo 'DO''NE'\r", 'true # ü😀\r']
+  c.send({ type: 'input', data: inputs[0] })
+  await c.until(() => c.output.includes('DONE'), 10_000, 'the first command')
+  c.send({ type: 'input', data: inputs[1] })
+  await c.until(() => c.output.includes('😀'), 10_000, 'the second command\'s echo')
+  // Every byte the shell wrote comes before exit: then nothing more is counted.
+  const at = c.frames.length
+  c.send({ type: 'kill' })
+  await c.frame('exit', at)
+  c.ws.close()
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.session'), 5_000, 'the session log line')
+  const line = bridge.logs.find((l) => l.event === 'terminal.session')!
+  t.equal(line.bytesIn, Buffer.byteLength(inputs.join('')), 'bytesIn: the bytes of the input frames\' data')
+  t.equal(line.bytesOut, Buffer.byteLength(c.output), 'bytesOut: the bytes of all the output')
+})
+
+t.test('closing the socket frees the PTY\'s descriptors at once, while the session\'s process that ignores SIGHUP still waits for its SIGKILL', async (t) => {
+  const bridge = await startBridge()
+  t.teardown(() => bridge.stop())
+  const fds = (): number => readdirSync(`/proc/${bridge.child.pid}/fd`).length
+  // One cycle first, so lazily opened descriptors count in the baseline.
+  const warm = await shell(bridge.port)
+  warm.ws.close()
+  await until(() => !alive(pidOf(warm)), 5_000, 'the first shell to end')
+  await until(async () => ((await (await fetch(bridge.url + '/')).json()) as { connections: number }).connections === 0, 5_000, 'idle')
+  await sleep(300)
+  let baseline = Infinity
+  for (let i = 0; i < 10; i++) {
+    baseline = Math.min(baseline, fds())
+    await sleep(50)
+  }
+  const c = await shell(bridge.port)
+  const pid = pidOf(c)
+  // The shell becomes a program that ignores SIGHUP and never touches its terminal.
+  c.send({ type: 'input', data: "trap '' HUP; exec sleep 1000\r" })
+  await until(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep'), 5_000, 'the shell to become sleep')
+  t.ok(fds() > baseline, 'the PTY\'s descriptors are open')
+  c.ws.close()
+  // A moment's count may also hold a descriptor the bridge opens for an instant: wait for the baseline.
+  await until(() => fds() <= baseline, 10_000, 'the descriptors to be freed')
+  t.ok(alive(pid), 'freed while the session\'s process is still in its kill grace')
+  await until(() => !alive(pid), 10_000, 'the process to get its SIGKILL')
+  t.pass('then the process ended')
+})
+
 t.test('a connection that never creates a PTY logs pid null', async (t) => {
   const bridge = await startBridge()
   t.teardown(() => bridge.stop())

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
-import { connect, readPaced, startBridge, type TermClient, until } from './helpers/terminal.js'
+import { alive, connect, readPaced, startBridge, type TermClient, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
@@ -56,6 +56,59 @@ t.test('every byte of a fast command reaches the client before exit: `seq 1 2000
     t.ok(from > 0 && to > from, `run ${run}: the first and last lines arrived`)
     t.equal(to - from, expected, `run ${run}: all ${expected} characters`)
   }
+  c.ws.close()
+})
+
+t.test('a shell whose last write ends it (`exec seq 1 300000`): every byte before exit, and nothing after it, 10 runs', async (t) => {
+  // The end of file comes while the last of a flood is still batched: it goes out before exit.
+  const c = await connect(bridge.port)
+  let expected = 0
+  for (let n = 1; n <= 300_000; n++) expected += String(n).length + 2
+  for (let run = 1; run <= 10; run++) {
+    const at = c.frames.length
+    c.send({ type: 'create' })
+    await c.frame('created', at)
+    c.send({ type: 'input', data: 'exec seq 1 300000\r' })
+    const exit = await c.frame('exit', at, 60_000)
+    const output = c.frames.slice(at, c.frames.indexOf(exit)).filter((f) => f.type === 'output').map((f) => f.data as string).join('')
+    const from = output.indexOf('1\r\n2\r\n3\r\n4\r\n')
+    const to = output.indexOf('300000\r\n', from) + '300000\r\n'.length
+    t.ok(from > 0 && to > from && to - from === expected, `run ${run}: all ${expected} characters before exit`)
+  }
+  await sleep(300)
+  const after = c.frames.map((f, i) => (f.type === 'exit' ? c.frames[i + 1]?.type ?? 'nothing' : null)).filter((f) => f !== null)
+  t.same(after, [...Array(9).fill('created'), 'nothing'], 'each exit is the last frame of its shell')
+  c.ws.close()
+})
+
+t.test('a shell that exits while its output waits in the paused PTY (the ack window full): every byte, then exit, then nothing', async (t) => {
+  const c = await shell()
+  const pid = c.frames.find((f) => f.type === 'created')!.pid as number
+  await c.run('true')
+  // An acking client, everything so far acked, that then stops acking.
+  c.send({ type: 'ack', bytes: c.output.length })
+  // Just past the window: the PTY is paused with at most the last few of the a's unread. What the
+  // shell writes then, seq's lines, waits in the PTY: more than one read's worth, little enough
+  // for the PTY's buffer (about 18 KB here) to take it all, so the shell exits with it queued.
+  c.send({ type: 'input', data: "head -c 1052576 /dev/zero | tr '\\0' a; sleep 1; seq 1 2000; exit\r" })
+  await until(() => !alive(pid), 20_000, 'the shell to exit')
+  t.notOk(c.frames.some((f) => f.type === 'exit'), 'no exit while its output is held by the window')
+  // The client reads again: it acks everything from now on.
+  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
+  t.teardown(() => clearInterval(acker))
+  const exit = await c.frame('exit', 0, 20_000)
+  t.same(exit, { type: 'exit', code: 0, signal: null })
+  const exitAt = c.frames.indexOf(exit)
+  await sleep(300)
+  t.same(c.frames.slice(exitAt + 1), [], 'no frame after exit')
+  const output = c.frames.slice(0, exitAt).filter((f) => f.type === 'output').map((f) => f.data as string).join('')
+  const end = output.indexOf('a1\r\n2\r\n3\r\n') + 1
+  let start = end
+  while (output[start - 1] === 'a') start--
+  t.equal(end - start, 1_052_576, 'every a before exit')
+  let expected = 0
+  for (let n = 1; n <= 2000; n++) expected += String(n).length + 2
+  t.equal(output.indexOf('\n2000\r\n', end) + '\n2000\r\n'.length - end, expected, 'and all of seq before exit')
   c.ws.close()
 })
 

@@ -57,3 +57,14 @@ t.test('a process that ignores SIGHUP gets SIGKILL once the grace is over, and e
   t.ok(Date.now() - started >= 500, 'not before the grace was over')
   t.same(await left(s.pid), [], 'the background sleep, which ignores SIGHUP too, is gone as well')
 })
+
+t.test('a stopped process gets SIGCONT with its SIGHUP, so its handler runs and it ends by it, not by the SIGKILL', async (t) => {
+  // A job stopped with Ctrl-Z that saves its work on a hang-up (an editor): stopped, it would not
+  // run its handler until the SIGKILL.
+  const s = session('trap "exit 0" HUP; kill -STOP $$; while :; do sleep 0.05; done')
+  for (const stop = Date.now() + 10_000; !alive(s.pid).some((l) => /^\d+ T/.test(l)) && Date.now() < stop; ) await sleep(20)
+  t.match(alive(s.pid), [/^\d+ T/], 'the session leader is stopped')
+  await endSession(s.pid, 1_000)
+  t.equal(await s.ended, null, 'it exited by its handler (exit 0), not killed')
+  t.same(await left(s.pid), [], 'nothing of the session is left')
+})

@@ -71,6 +71,7 @@ const CASES: Record<string, string[]> = {
   'cron-not-string': [`${F}: $.leaderboards.configs.main.resetSchedule: must be a five-field cron expression or null`],
   'file-name-not-id': [`${F}: $.id: must equal the file name without .json ("broken-game")`],
   'duplicate-board-id': [`${F}: $.leaderboards.ids[1]: duplicate leaderboard id "main"`],
+  'duplicate-character-id': [`${F}: $.characters[2].id: duplicate id "scout"`],
   'reserved-board-id': [`${F}: $.leaderboards.ids[1]: "submit" is reserved: /api/leaderboards/submit is where scores are sent`],
   'disabled-with-fields': [
     `${F}: $.leaderboards.default: must be absent when leaderboards.enabled is false`,

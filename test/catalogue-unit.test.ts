@@ -152,3 +152,20 @@ t.test('a detail with several reset schedules expires at the earliest next reset
   t.equal(catalogue.detail('broken-game', start)!.expiresAt, Date.parse('2026-01-01T11:00:00Z'), 'the hourly reset, the earlier one')
   t.same(next(Date.parse('2026-01-01T11:00:00Z')), ['2026-01-02T00:00:00.000Z', '2026-01-01T12:00:00.000Z'], 'past it, the hourly board names its next reset')
 })
+
+t.test('a capture time with an offset that names no real moment is refused, a real offset is not', async (t) => {
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  const capture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/bad-capture/broken-game.json'), 'utf8')).verifiedPlayCapture
+  const build = (capturedAt: string) => {
+    const text = JSON.stringify({ ...base, verifiedPlayCapture: { ...capture, source: 'capture-on-demand', capturedAt } })
+    return buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text }], 0)
+  }
+  for (const at of ['2026-09-14T10:00:00+05:30', '2026-09-14T10:00:00-23:59', '2026-09-14T10:00:00Z']) {
+    t.strictSame(build(at).problems, [], `${at} is accepted`)
+  }
+  for (const at of ['2026-09-14T10:00:00+24:00', '2026-09-14T10:00:00+05:60', '2026-09-14T10:00:00-99:00']) {
+    const built = build(at)
+    t.equal(built.catalogue, null, `${at} is refused`)
+    t.strictSame(built.problems, [{ file: 'broken-game.json', path: '$.verifiedPlayCapture.capturedAt', message: 'is not a real date and time' }], `${at}: one problem line`)
+  }
+})

@@ -2,9 +2,18 @@ import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
-import { alive, connect, readPaced, startBridge, type TermClient, until } from './helpers/terminal.js'
+import { alive, connect, readPaced, startBridge, type Frame, type TermClient, until } from './helpers/terminal.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+/** Characters `seq 1 n` writes to a terminal: each number and CR LF. */
+function seqChars(n: number): number {
+  let chars = 0
+  for (let i = 1; i <= n; i++) chars += String(i).length + 2
+  return chars
+}
+/** The text of the output frames among `frames[from, to)`. */
+const outputOf = (frames: Frame[], from: number, to: number): string =>
+  frames.slice(from, to).filter((f) => f.type === 'output').map((f) => f.data as string).join('')
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
 t.teardown(() => bridge.stop())
 
@@ -42,8 +51,7 @@ t.test('long runs of multi-byte characters arrive whole, without U+FFFD', async 
 
 t.test('every byte of a fast command reaches the client before exit: `seq 1 2000000; exit`, 10 runs of 10', async (t) => {
   const c = await connect(bridge.port)
-  let expected = 0
-  for (let n = 1; n <= 2_000_000; n++) expected += String(n).length + 2
+  const expected = seqChars(2_000_000)
   for (let run = 1; run <= 10; run++) {
     const at = c.frames.length
     c.output = ''
@@ -62,15 +70,14 @@ t.test('every byte of a fast command reaches the client before exit: `seq 1 2000
 t.test('a shell whose last write ends it (`exec seq 1 300000`): every byte before exit, and nothing after it, 10 runs', async (t) => {
   // The end of file comes while the last of a flood is still batched: it goes out before exit.
   const c = await connect(bridge.port)
-  let expected = 0
-  for (let n = 1; n <= 300_000; n++) expected += String(n).length + 2
+  const expected = seqChars(300_000)
   for (let run = 1; run <= 10; run++) {
     const at = c.frames.length
     c.send({ type: 'create' })
     await c.frame('created', at)
     c.send({ type: 'input', data: 'exec seq 1 300000\r' })
     const exit = await c.frame('exit', at, 60_000)
-    const output = c.frames.slice(at, c.frames.indexOf(exit)).filter((f) => f.type === 'output').map((f) => f.data as string).join('')
+    const output = outputOf(c.frames, at, c.frames.indexOf(exit))
     const from = output.indexOf('1\r\n2\r\n3\r\n4\r\n')
     const to = output.indexOf('300000\r\n', from) + '300000\r\n'.length
     t.ok(from > 0 && to > from && to - from === expected, `run ${run}: all ${expected} characters before exit`)
@@ -101,14 +108,12 @@ t.test('a shell that exits while its output waits in the paused PTY (the ack win
   const exitAt = c.frames.indexOf(exit)
   await sleep(300)
   t.same(c.frames.slice(exitAt + 1), [], 'no frame after exit')
-  const output = c.frames.slice(0, exitAt).filter((f) => f.type === 'output').map((f) => f.data as string).join('')
+  const output = outputOf(c.frames, 0, exitAt)
   const end = output.indexOf('a1\r\n2\r\n3\r\n') + 1
   let start = end
   while (output[start - 1] === 'a') start--
   t.equal(end - start, 1_052_576, 'every a before exit')
-  let expected = 0
-  for (let n = 1; n <= 2000; n++) expected += String(n).length + 2
-  t.equal(output.indexOf('\n2000\r\n', end) + '\n2000\r\n'.length - end, expected, 'and all of seq before exit')
+  t.equal(output.indexOf('\n2000\r\n', end) + '\n2000\r\n'.length - end, seqChars(2000), 'and all of seq before exit')
   c.ws.close()
 })
 

@@ -27,9 +27,9 @@ export function authRoutes(router: Router, app: App): void {
   const cookie = sessionCookie(app.config)
   const limit = new SigninLimit((key, now, windowMs, record) => app.backend.eventWindow(key, now, windowMs, record))
 
-  /** Refuse a sign-in from a limited address (429), whatever its body holds. */
-  const refuseLimited = async (ctx: RouteContext): Promise<void> => {
-    const waitMs = await limit.waitMs(addressBlock(ctx.ip), app.now())
+  /** Refuse a sign-in from a limited address block (429), whatever its body holds. */
+  const refuseLimited = async (address: string): Promise<void> => {
+    const waitMs = await limit.waitMs(address, app.now())
     if (waitMs > 0) throw rateLimited('too many failed sign-ins from this address', waitMs)
   }
 
@@ -46,7 +46,7 @@ export function authRoutes(router: Router, app: App): void {
     const address = addressBlock(ctx.ip)
     const place = checksPassword ? await limit.acquire(address, () => app.now()) : null
     if (place && !place.ok) throw rateLimited(place.busy ? 'too many sign-ins in progress from this address' : 'too many failed sign-ins from this address', place.waitMs)
-    if (!place) await refuseLimited(ctx)
+    if (!place) await refuseLimited(address)
     let session: BackendSession
     let wrongCredentials = false
     try {
@@ -80,7 +80,7 @@ export function authRoutes(router: Router, app: App): void {
     // A limited address is refused before its body is read, as a guest or register is. Then the
     // body: a login may wait for a place to check its password, and a client gone meanwhile must
     // not leave it waiting on a body that will never come.
-    await refuseLimited(ctx)
+    await refuseLimited(addressBlock(ctx.ip))
     const { username, password } = check(LoginBody, nfcPassword(await readJson(ctx.req)))
     await signIn(ctx, async () => {
       // No account can have such a password (register refuses it): a wrong credential, counted.

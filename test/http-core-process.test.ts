@@ -46,6 +46,7 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
       if (!entry) await new Promise((r) => setTimeout(r, 20))
     }
     t.match(entry, { event: 'http.request', id, method: 'GET', path, status: 404 }, `${target} is logged as ${path}`)
+    t.equal(entry?.path, path, `${target}: the logged path is exactly ${path}`)
   }
 
   // Dot segments in a path of plain characters are resolved as URL parsing (and every browser)
@@ -60,6 +61,7 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
       if (!entry) await new Promise((r) => setTimeout(r, 20))
     }
     t.match(entry, { event: 'http.request', id, path, status: 200 }, `${target} is logged as ${path}`)
+    t.equal(entry?.path, path, `${target}: the logged path is exactly ${path}`)
   }
 
   // Targets llhttp lets through but no URL can be made of: 400 in JSON, and the process lives on.

@@ -1,6 +1,8 @@
 import t from 'tap'
 import { MemoryLimiter, RENAME_RULE, take, type Bucket, type Rule } from '../lib/limiter.js'
 import { SigninLimit, type FailureWindows } from '../lib/platform/signin-limit.js'
+import { floodGuard } from '../lib/platform/flood-guard.js'
+import { HttpError } from '../lib/http/errors.js'
 
 const HOUR = 3_600_000
 const T0 = 1_700_000_000_000
@@ -66,6 +68,29 @@ t.test('MemoryLimiter keeps a bucket per key and refills it with time', async (t
   t.equal(limiter.take('b', T0).allowed, true, 'another key has its own bucket')
   t.same(limiter.take('a', T0 + 1000), { bucket: { tokens: 0, updatedAt: T0 + 1000 }, allowed: true, waitMs: 0 })
   t.equal(limiter.take('a', T0 + 1000).allowed, false, 'the one token that came back is spent')
+})
+
+t.test('flood guards: 40 at once and 20 a second per user, each kind of write with its own allowance', async (t) => {
+  // README: each player may submit 20 times a second with bursts of 40, and launch as many, "as for
+  // submissions": a player whose launches are limited may still submit a score, and back.
+  const launches = floodGuard('launches')
+  const submissions = floodGuard('submissions')
+  const refusal = (guard: (userId: string, now: number) => void, userId: string, now: number): unknown => {
+    try {
+      guard(userId, now)
+      return null
+    } catch (err) {
+      return err instanceof HttpError ? { status: err.status, code: err.code, message: err.message, headers: err.headers } : err
+    }
+  }
+  for (let i = 0; i < 40; i++) t.equal(refusal(launches, 'u-1', T0), null, `launch ${i + 1} of the burst`)
+  t.same(refusal(launches, 'u-1', T0), { status: 429, code: 'RATE_LIMITED', message: 'too many launches', headers: { 'retry-after': '1' } }, 'the 41st launch')
+  for (let i = 0; i < 40; i++) t.equal(refusal(submissions, 'u-1', T0), null, `submission ${i + 1}: launches spent none of them`)
+  t.same(refusal(submissions, 'u-1', T0), { status: 429, code: 'RATE_LIMITED', message: 'too many submissions', headers: { 'retry-after': '1' } }, 'the 41st submission')
+  t.equal(refusal(launches, 'u-2', T0), null, 'another user launches')
+  t.equal(refusal(submissions, 'u-2', T0), null, 'and submits')
+  for (let i = 0; i < 20; i++) t.equal(refusal(launches, 'u-1', T0 + 1000), null, `a second later, launch ${i + 1} of 20`)
+  t.match(refusal(launches, 'u-1', T0 + 1000), { status: 429 }, 'and no 21st')
 })
 
 /** Failure windows in memory, as the backends keep them (the backends' own are tested with them). */

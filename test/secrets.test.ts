@@ -1,6 +1,7 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import fs, { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../lib/config-error.js'
@@ -62,6 +63,29 @@ t.test('processes starting together all get the same whole secret', async (t) =>
     t.match(secrets[0], /^[A-Za-z0-9_-]{43}$/)
     t.same(readdirSync(path.join(dir, 'secrets')), ['shared'], 'no drafts left')
   }
+})
+
+t.test('a process that loses the race to publish the secret uses the one in the file, the winner\'s', async (t) => {
+  // Six processes starting together rarely meet in the moment between the read that finds no file
+  // and the link that publishes a new one: here the other process (the bridge starting beside the
+  // platform) publishes its secret in exactly that moment, every time.
+  const dir = tempDir()
+  const file = path.join(dir, 'secrets', 'raced')
+  const winner = 'w'.repeat(43)
+  const mutableFs = fs as unknown as { linkSync: typeof fs.linkSync }
+  const link = mutableFs.linkSync
+  mutableFs.linkSync = (existing, target) => {
+    if (String(target) === file) writeFileSync(file, `${winner}\n`, { mode: 0o600, flag: 'wx' })
+    return link(existing, target)
+  }
+  syncBuiltinESMExports()
+  t.teardown(() => {
+    mutableFs.linkSync = link
+    syncBuiltinESMExports()
+  })
+  t.same(loadSecret(dir, 'raced', null), [winner], 'the key is the one every other process reads from the file')
+  t.equal(readFileSync(file, 'utf8'), `${winner}\n`, 'the file is the winner\'s, untouched')
+  t.same(readdirSync(path.join(dir, 'secrets')), ['raced'], 'no draft left behind')
 })
 
 t.test('a secret file without a usable secret is a configuration error, never a key', async (t) => {

@@ -107,6 +107,19 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   t.equal((await dev.post('/dev/terminal/ticket')).status, 403)
 })
 
+t.test('the admin role opens the gate as the developer role does, and its revoke closes it at once', async (t) => {
+  const admin = await register('terminal_admin_only')
+  t.equal((await admin.get('/dev/terminal')).status, 403, 'before the grant')
+  await users(product.dataDir, 'grant', 'terminal_admin_only', 'admin')
+  t.equal((await admin.get('/dev/terminal')).status, 200, 'the page')
+  const res = await admin.post('/dev/terminal/ticket')
+  t.equal(res.status, 200, 'a ticket')
+  t.match(await res.json(), { success: true, ticket: /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/ })
+  await users(product.dataDir, 'revoke', 'terminal_admin_only', 'admin')
+  t.equal((await admin.get('/dev/terminal')).status, 403, 'after the revoke')
+  await expectError(t, await admin.post('/dev/terminal/ticket'), 403, 'FORBIDDEN')
+})
+
 t.test('the ticket takes no body or {}: anything else gets the JSON body errors, and no ticket', async (t) => {
   const dev = await register('ticket_body_dev')
   await users(product.dataDir, 'grant', 'ticket_body_dev', 'developer')
@@ -165,6 +178,25 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
   t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 200, 'no upgrade outside /terminal-ws/: the plain answer')
   t.equal(await upgradeStatus(product.platform.port, '/api/nowhere', ORIGIN), 404)
+})
+
+t.test('through the platform too, the bridge refuses a foreign or missing Origin (403), the try spends the ticket, nothing is spawned', async (t) => {
+  const dev = await register('terminal_foreign')
+  await users(product.dataDir, 'grant', 'terminal_foreign', 'developer')
+  const mint = async (): Promise<string> => `/terminal-ws/ws?ticket=${encodeURIComponent(((await (await dev.post('/dev/terminal/ticket')).json()) as { ticket: string }).ticket)}`
+  const logged = product.bridge.logs.length
+  const foreign = await mint()
+  t.equal(await upgradeStatus(product.platform.port, foreign, 'http://evil.example'), 403, 'a foreign Origin')
+  t.equal(await upgradeStatus(product.platform.port, await mint(), undefined), 403, 'no Origin')
+  t.equal(await upgradeStatus(product.platform.port, foreign, ORIGIN), 401, 'the ticket the foreign page used is spent')
+  const refused = () => product.bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused')
+  await until(() => refused().length === 3, 5_000, 'the three refusals logged')
+  t.match(refused(), [
+    { status: 403, reason: 'origin not allowed', user: 'terminal_foreign', origin: 'http://evil.example' },
+    { status: 403, reason: 'origin not allowed', user: 'terminal_foreign', origin: null },
+    { status: 401, reason: 'ticket already used' },
+  ])
+  t.notOk(product.bridge.logs.slice(logged).some((l) => l.event === 'terminal.session'), 'no terminal connection was made')
 })
 
 t.test('through the platform too, a frame over 1 MiB closes with 1009 and bad UTF-8 with 1007', async (t) => {
@@ -261,6 +293,23 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
   ;(other as { base: string }).base = all.url
   t.equal((await other.get('/dev/terminal')).status, 200, 'DEV_ACCESS_ALL')
   t.equal((await new Client(all.url, ORIGIN).get('/dev/terminal')).status, 401, 'still needs a session')
+})
+
+t.test('a DEV_ACCESS_USERS entry that is only part of a user id admits no one', async (t) => {
+  // An entry shaped like a username ("3-24 of A-Z a-z 0-9 _ -") may also be a piece of some id:
+  // ids match exactly, so it names at most the account of that name.
+  const dataDir = tempDir()
+  const probe = await startPlatform({ dataDir })
+  const guest = new Client(probe.url, ORIGIN)
+  const { user } = await (await guest.post('/api/auth/guest')).json() as { user: { id: string } }
+  await probe.stop()
+  const piece = user.id.slice(0, 8)
+  const listed = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: piece } })
+  t.teardown(() => listed.stop())
+  ;(guest as { base: string }).base = listed.url
+  t.equal((await guest.get('/api/auth/session')).status, 200, 'the guest is signed in')
+  t.equal((await guest.get('/dev/terminal')).status, 403, `"${piece}" is not the id ${user.id}`)
+  await expectError(t, await guest.post('/dev/terminal/ticket'), 403, 'FORBIDDEN')
 })
 
 t.test('DEV_ACCESS_USERS is matched against the account\'s name now, not the name a session signed in with', async (t) => {
@@ -470,6 +519,29 @@ t.test('a /terminal-ws/ upgrade pipelined behind a request goes to the bridge af
     socket.on('error', reject)
   })
   t.same(text.split(/(?=HTTP\/1\.1 )/).map((a) => a.slice(9, 12)), ['200', '401'], 'the request\'s answer, then the bridge\'s refusal')
+})
+
+t.test('frames that arrive in the same write as the upgrade request reach the bridge through the platform', async (t) => {
+  // Node hands such bytes to the upgrade handler as its `head`; the proxy must pass them on.
+  const dev = await register('terminal_head')
+  await users(product.dataDir, 'grant', 'terminal_head', 'developer')
+  const { ticket } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
+  const socket = net.connect(product.platform.port, '127.0.0.1')
+  await new Promise((resolve) => socket.once('connect', resolve))
+  t.teardown(() => socket.destroy())
+  let got = ''
+  socket.setEncoding('latin1').on('data', (d: string) => (got += d))
+  socket.on('error', () => undefined)
+  socket.write(Buffer.concat([
+    Buffer.from(`GET /terminal-ws/ws?ticket=${encodeURIComponent(ticket)} HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'),
+    maskedText(JSON.stringify({ type: 'create' })),
+    maskedText(JSON.stringify({ type: 'input', data: 'echo head-$((6*7))\r' })),
+  ]))
+  await until(() => got.includes('head-42'), 10_000, 'the input\'s output').catch(() => undefined)
+  t.match(got, /^HTTP\/1\.1 101 /, 'switched')
+  t.match(got, /"type":"created"/, 'the create in the request\'s write was read')
+  t.match(got, /head-42/, 'and the input after it')
 })
 
 t.test('a terminal upgrade pipelined behind answers larger than the socket\'s buffer is read to the end', async (t) => {

@@ -7,7 +7,7 @@ import { closeGracefully } from '../lib/http/close.js'
 import { readJson } from '../lib/http/body.js'
 import { json } from '../lib/http/reply.js'
 import { reinject } from '../lib/http/reinject.js'
-import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+import { rawBytes, rawRequest, type RawResponse } from './helpers/raw-http.js'
 
 // Edges of lib/http the other HTTP tests leave open, each found by a mutation of the built code
 // that they let pass: a flat header list without Vary, a HEAD with a body, a long fraction, a
@@ -50,15 +50,6 @@ t.teardown(() => closeGracefully(server, 1000))
 
 const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
 
-/** Bytes as written to a fresh connection; resolves with everything the server sends until it closes. */
-function rawExchange(bytes: string | Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes))
-    let got = ''
-    socket.setEncoding('latin1').on('data', (d: string) => (got += d)).on('close', () => resolve(got)).on('error', reject)
-  })
-}
-
 t.test('an API answer written as one flat header list still carries Vary: Origin, X-Request-Id and nosniff', async (t) => {
   for (const path of ['/api/flat', '/api/flat-reason']) {
     const res = await rawRequest(base, 'GET', path)
@@ -75,14 +66,14 @@ t.test('an API answer written as one flat header list still carries Vary: Origin
 })
 
 t.test('a HEAD with a body is held to the body rules like a GET: not JSON is 415, over 65,536 bytes is 413', async (t) => {
-  const text = await rawExchange('HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello')
+  const text = await rawBytes(port, 'HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello')
   t.match(text, /^HTTP\/1\.1 415 /, 'text/plain: 415, as a GET gets')
   t.notMatch(text, /\r\n\r\n./, 'no body to a HEAD')
   const big = '{"a":"' + 'x'.repeat(70_000) + '"}'
-  const declared = await rawExchange(`HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`)
+  const declared = await rawBytes(port, `HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`)
   t.match(declared, /^HTTP\/1\.1 413 /, `Content-Length ${big.length}: 413`)
   t.match(declared, /\r\nconnection: close\r\n/i, 'the unread body ends the connection')
-  const small = await rawExchange('HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}')
+  const small = await rawBytes(port, 'HEAD /api/thing HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}')
   t.match(small, /^HTTP\/1\.1 200 /, 'an empty JSON object is ignored: answered as usual')
 })
 
@@ -95,10 +86,10 @@ t.test('a fraction with more digits than a double keeps is kept as JSON.parse re
 })
 
 t.test('a header whose value spells Host or Content-Type is not a second such line', async (t) => {
-  const host = await rawExchange('GET /api/thing HTTP/1.1\r\nHost: a\r\nX-Note: host\r\nConnection: close\r\n\r\n')
+  const host = await rawBytes(port, 'GET /api/thing HTTP/1.1\r\nHost: a\r\nX-Note: host\r\nConnection: close\r\n\r\n')
   t.match(host, /^HTTP\/1\.1 200 /, 'X-Note: host')
   const kit = '{"name":"kit"}'
-  const type = await rawExchange(
+  const type = await rawBytes(port,
     `POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nX-Note: content-type\r\nContent-Length: ${kit.length}\r\nConnection: close\r\n\r\n${kit}`,
   )
   t.match(type, /^HTTP\/1\.1 200 [^]*\{"success":true,"got":\{"name":"kit"\}\}$/, 'X-Note: content-type')
@@ -143,7 +134,7 @@ t.test('a request the parser refuses is answered with Vary: Origin like any othe
     ['two different Content-Lengths', 'POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\n{}', 400],
   ]
   for (const [label, bytes, status] of cases) {
-    const [head] = (await rawExchange(bytes)).split('\r\n\r\n')
+    const [head] = (await rawBytes(port, bytes)).split('\r\n\r\n')
     t.match(head, new RegExp(`^HTTP/1\\.1 ${status} `), `${label}: ${status}`)
     t.match(head, /\r\nvary: Origin\r\n/i, `${label}: Vary: Origin (CONTRACT §2)`)
   }
@@ -179,11 +170,7 @@ t.test('a request asking for an upgrade not offered is served as the request it 
   plain.on('upgrade', (req, socket, head: Buffer) => reinject(plain, req, socket, head))
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
   t.teardown(() => closeGracefully(plain, 1000))
-  const exchange = (bytes: Buffer): Promise<string> => new Promise((resolve, reject) => {
-    const socket = net.connect((plain.address() as AddressInfo).port, '127.0.0.1', () => socket.write(bytes))
-    let got = ''
-    socket.setEncoding('latin1').on('data', (d: string) => (got += d)).on('close', () => resolve(got)).on('error', reject)
-  })
+  const exchange = (bytes: Buffer): Promise<string> => rawBytes((plain.address() as AddressInfo).port, bytes)
   const answerBody = (text: string): unknown => JSON.parse(Buffer.from(text.slice(text.indexOf('\r\n\r\n') + 4), 'latin1').toString('utf8'))
   // A header value with a byte outside ASCII (é in Latin-1): Node reads it as Latin-1, so must the request read anew.
   const head = (upgrade: boolean, version = '1.1', host = true): Buffer => Buffer.from(

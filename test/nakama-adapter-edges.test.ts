@@ -6,7 +6,8 @@ import { RENAME_RULE } from '../lib/limiter.js'
 import type { Backend } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { nakamaEnv } from './fake-nakama/env.js'
-import { signToken } from './fake-nakama/jwt.js'
+import { signToken, type Claims } from './fake-nakama/jwt.js'
+import { decodeJwt, expectRejection } from './helpers/accounts.js'
 import { startFakeNakama, type Intercept } from './fake-nakama/server.js'
 
 // Edges of the Nakama adapter (lib/backend/nakama) that README "Scaling out with Nakama" and
@@ -25,14 +26,8 @@ function backend(log?: (entry: Record<string, unknown>) => void): Backend {
 
 const tag = randomBytes(3).toString('hex')
 const name = (base: string) => `${base}_${tag}`
-const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+const claims = (token: string) => decodeJwt(token).claims as unknown as Claims
 const calls = (route: string) => fake.calls.get(route) ?? 0
-
-async function rejects(t: Test, p: Promise<unknown>, status: number, code: string, message?: string): Promise<void> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  t.ok(err instanceof HttpError, `${code}: an HttpError`)
-  t.match(err, { status, code }, message ?? `${status} ${code}`)
-}
 
 /** Answer `route` with `action` for the next `times` requests to it, then serve normally. */
 function interceptNext(t: Test, route: string, action: Intercept, times = 1): void {
@@ -46,12 +41,12 @@ t.test('a refresh Nakama refuses with 401, 403 or 404 ends the session: 401 NO_S
   const s = await b.register(name('refr'), 'password123')
   // Readable, unexpired, never logged out, but not signed with Nakama's refresh key: Nakama's own 401.
   const forged = signToken(claims(s.refreshToken), 'not-the-refresh-key')
-  await rejects(t, b.refresh(forged), 401, 'NO_SESSION', "Nakama's 401 (invalid or expired)")
+  await expectRejection(t, b.refresh(forged), 401, 'NO_SESSION', "Nakama's 401 (invalid or expired)")
   const route = '/v2/account/session/refresh'
   interceptNext(t, route, { status: 403, code: 7, message: 'User account banned.' })
-  await rejects(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 403 (banned)")
+  await expectRejection(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 403 (banned)")
   interceptNext(t, route, { status: 404, code: 5, message: 'User account not found.' })
-  await rejects(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 404 (deleted)")
+  await expectRejection(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 404 (deleted)")
   fake.intercept = null
   const fresh = await b.refresh(s.refreshToken)
   t.equal(fresh.userId, s.userId, 'the genuine refresh token still refreshes')
@@ -68,7 +63,7 @@ t.test('a taken name at register is 409 USERNAME_TAKEN whichever way Nakama says
   for (const [status, code, message] of wordings) {
     const username = name(`tk${status}${code}${message.length}`)
     interceptNext(t, route, { status, code, message })
-    await rejects(t, b.register(username, 'password123'), 409, 'USERNAME_TAKEN', `${status}/${code} ${JSON.stringify(message)}`)
+    await expectRejection(t, b.register(username, 'password123'), 409, 'USERNAME_TAKEN', `${status}/${code} ${JSON.stringify(message)}`)
     t.equal(fake.state.byUsername(username), undefined, 'nothing was created')
   }
 })
@@ -111,7 +106,7 @@ t.test('every read survives one 5xx by a second try; a write is sent once, and t
   const route = '/v2/rpc/playfield_record_launch'
   const before = calls(`POST ${route}`)
   interceptNext(t, route, 'fail')
-  await rejects(t, b.recordLaunch({ sessionId: `rd-${tag}`, gameId: 'g', userId: s.userId, time: Date.now() }), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.recordLaunch({ sessionId: `rd-${tag}`, gameId: 'g', userId: s.userId, time: Date.now() }), 503, 'BACKEND_UNAVAILABLE')
   t.equal(calls(`POST ${route}`), before + 1, 'a launch is not sent twice')
   t.same(logs, [{ event: 'nakama.refused', request: `POST ${route}?unwrap`, status: 500, problem: 'failed on its side' }],
     'logged once, with the call and the status; the 500s a retry rode over are not')
@@ -126,7 +121,7 @@ t.test("a refresh token is active only for the user it was issued to, and only u
   // Signed with Nakama's own refresh key and never logged out: only its exp has passed.
   const expired = signToken({ ...claims(two.refreshToken), exp: Math.floor(Date.now() / 1000) - 60 }, 'fake-refresh-encryption-key')
   t.equal(await b.sessionActive(expired, two.userId), false, 'an expired refresh token')
-  await rejects(t, b.refresh(expired), 401, 'NO_SESSION')
+  await expectRejection(t, b.refresh(expired), 401, 'NO_SESSION')
   t.equal(await b.sessionActive(two.refreshToken, two.userId), true, 'the live one still is')
 })
 
@@ -147,7 +142,7 @@ t.test("a sign-in answered 200 with tokens Nakama never issues is 503 BACKEND_UN
   const real = await b.register(name('jwt'), 'password123')
   const c = claims(real.token)
   const r = claims(real.refreshToken)
-  const without = (o: Record<string, unknown>, key: string) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key))
+  const without = (o: object, key: string) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== key))
   const jwt = (o: Record<string, unknown>) => signToken(o as never, 'fake-encryption-key')
   const answers: Array<[string, { token: string; refresh_token: string }]> = [
     ['neither token a JWT', { token: 'not-a-jwt', refresh_token: 'not.a.jwt' }],
@@ -158,9 +153,9 @@ t.test("a sign-in answered 200 with tokens Nakama never issues is 503 BACKEND_UN
   for (const [label, session] of answers) {
     const answer = (res: import('node:http').ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(session))
     interceptNext(t, '/v2/account/authenticate/email', answer)
-    await rejects(t, b.login(name('jwt'), 'password123'), 503, 'BACKEND_UNAVAILABLE', `login: ${label}`)
+    await expectRejection(t, b.login(name('jwt'), 'password123'), 503, 'BACKEND_UNAVAILABLE', `login: ${label}`)
     interceptNext(t, '/v2/account/authenticate/custom', answer)
-    await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE', `guest: ${label}`)
+    await expectRejection(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE', `guest: ${label}`)
   }
   fake.intercept = null
   t.ok(await b.login(name('jwt'), 'password123'), 'signs in once Nakama answers as itself')
@@ -168,7 +163,7 @@ t.test("a sign-in answered 200 with tokens Nakama never issues is 503 BACKEND_UN
 
 t.test('a rename for an account Nakama no longer has ends the session: 401 NO_SESSION', async (t) => {
   const b = backend()
-  await rejects(t, b.renameUser('00000000-0000-4000-8000-0000000000aa', name('ghost'), RENAME_RULE, Date.now()), 401, 'NO_SESSION')
+  await expectRejection(t, b.renameUser('00000000-0000-4000-8000-0000000000aa', name('ghost'), RENAME_RULE, Date.now()), 401, 'NO_SESSION')
   t.equal(fake.state.byUsername(name('ghost')), undefined, 'no one got the name')
 })
 
@@ -210,7 +205,7 @@ t.test('module answers of a shape the module never gives are 503 BACKEND_UNAVAIL
   for (const [label, rpc, body, call] of cases) {
     const answer = (res: import('node:http').ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body))
     interceptNext(t, `/v2/rpc/${rpc}`, answer, 2)
-    await rejects(t, call(), 503, 'BACKEND_UNAVAILABLE', label)
+    await expectRejection(t, call(), 503, 'BACKEND_UNAVAILABLE', label)
     fake.intercept = null
   }
   t.equal(await b.sessionActive(s.refreshToken, s.userId), true, 'the session was never ended by an answer of the wrong shape')

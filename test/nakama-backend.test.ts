@@ -6,7 +6,8 @@ import { RENAME_RULE } from '../lib/limiter.js'
 import type { Backend, BackendSession } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
-import { signToken } from './fake-nakama/jwt.js'
+import { signToken, type Claims } from './fake-nakama/jwt.js'
+import { decodeJwt, expectRejection } from './helpers/accounts.js'
 import { SYSTEM_USER } from './fake-nakama/state.js'
 
 // The Nakama backend called in-process against a fake Nakama, or the real one named by NAKAMA_URL,
@@ -23,14 +24,7 @@ function backend(options: { timeoutMs?: number } = {}): Backend {
 
 const tag = randomBytes(3).toString('hex')
 const name = (base: string) => `${base}_${tag}`
-const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
-
-async function rejects(t: Test, p: Promise<unknown>, status: number, code: string, message?: string): Promise<HttpError> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  t.ok(err instanceof HttpError, `${code}: an HttpError`)
-  t.match(err, { status, code }, message ?? `${status} ${code}`)
-  return err as HttpError
-}
+const claims = (token: string) => decodeJwt(token).claims as unknown as Claims
 
 t.test('guest, register and login sign in through Nakama', async (t) => {
   const b = backend()
@@ -45,10 +39,10 @@ t.test('guest, register and login sign in through Nakama', async (t) => {
   const again = await b.login(name('alice'), 'correct horse battery')
   t.equal(again.userId, alice.userId)
   t.not(claims(again.token).tid, claims(alice.token).tid, 'each sign-in is its own session')
-  await rejects(t, b.login(name('alice'), 'wrong horse battery'), 401, 'INVALID_CREDENTIALS')
-  await rejects(t, b.login(name('nobody'), 'correct horse battery'), 401, 'INVALID_CREDENTIALS')
-  await rejects(t, b.login(guest.username, 'any password at all'), 401, 'INVALID_CREDENTIALS', 'a guest has no password')
-  await rejects(t, b.register(name('alice'), 'another password'), 409, 'USERNAME_TAKEN')
+  await expectRejection(t, b.login(name('alice'), 'wrong horse battery'), 401, 'INVALID_CREDENTIALS')
+  await expectRejection(t, b.login(name('nobody'), 'correct horse battery'), 401, 'INVALID_CREDENTIALS')
+  await expectRejection(t, b.login(guest.username, 'any password at all'), 401, 'INVALID_CREDENTIALS', 'a guest has no password')
+  await expectRejection(t, b.register(name('alice'), 'another password'), 409, 'USERNAME_TAKEN')
   const upper = await b.register(name('ALICE'), 'another password')
   t.not(upper.userId, alice.userId, 'Nakama compares names exactly: ALICE is another account')
 })
@@ -58,7 +52,7 @@ t.test('passwords: every one of 256 characters counts, multi-byte too', async (t
   const long = 'ü'.repeat(255) + 'a'
   await b.register(name('longpw'), long)
   t.ok(await b.login(name('longpw'), long))
-  await rejects(t, b.login(name('longpw'), 'ü'.repeat(255) + 'b'), 401, 'INVALID_CREDENTIALS', 'a difference past 72 bytes is seen')
+  await expectRejection(t, b.login(name('longpw'), 'ü'.repeat(255) + 'b'), 401, 'INVALID_CREDENTIALS', 'a difference past 72 bytes is seen')
 })
 
 t.test('refresh keeps the session id and picks up a rename', async (t) => {
@@ -71,8 +65,8 @@ t.test('refresh keeps the session id and picks up a rename', async (t) => {
   t.equal(claims(fresh.token).usn, name('renamed'))
   t.equal(claims(fresh.token).tid, claims(s.token).tid)
   t.ok(await b.refresh(s.refreshToken), 'refresh tokens are not single use')
-  await rejects(t, b.refresh('not.a.token'), 401, 'NO_SESSION')
-  await rejects(t, b.login(name('ren'), 'password123'), 401, 'INVALID_CREDENTIALS', 'the old name no longer signs in')
+  await expectRejection(t, b.refresh('not.a.token'), 401, 'NO_SESSION')
+  await expectRejection(t, b.login(name('ren'), 'password123'), 401, 'INVALID_CREDENTIALS', 'the old name no longer signs in')
   t.ok(await b.login(name('renamed'), 'password123'))
 })
 
@@ -102,14 +96,14 @@ t.test('logout ends only its session, on every instance, and survives a Nakama r
   await new Promise((resolve) => setTimeout(resolve, 1_100))
   t.equal(await two.sessionActive(first.refreshToken, first.userId), false, 'another instance sees it once its 1 s cache lapses')
   t.equal(await one.sessionActive(second.refreshToken, second.userId), true, 'the other session stays')
-  await rejects(t, one.refresh(first.refreshToken), 401, 'NO_SESSION')
+  await expectRejection(t, one.refresh(first.refreshToken), 401, 'NO_SESSION')
   const res = await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${first.token}` } })
   t.equal(res.status, 401, "Nakama's own session cache dropped the token too")
   if (fake) {
     await fake.restart()
     const three = backend()
     t.equal(await three.sessionActive(first.refreshToken, first.userId), false, 'after a restart, which empties Nakama\'s blacklist')
-    await rejects(t, three.refresh(first.refreshToken), 401, 'NO_SESSION')
+    await expectRejection(t, three.refresh(first.refreshToken), 401, 'NO_SESSION')
     t.equal((await fetch(`${nakama.url}/v2/account`, { headers: { authorization: `Bearer ${first.token}` } })).status, 200,
       "(Nakama alone would take the token again, nakama-api.md §1.3)")
   }
@@ -121,7 +115,7 @@ t.test('renames: 3 an hour across instances, taken names spend nothing', async (
   const s = await one.register(name('lim'), 'password123')
   await one.register(name('taken'), 'password123')
   const now = Date.now()
-  await rejects(t, one.renameUser(s.userId, name('taken'), RENAME_RULE, now), 409, 'USERNAME_TAKEN')
+  await expectRejection(t, one.renameUser(s.userId, name('taken'), RENAME_RULE, now), 409, 'USERNAME_TAKEN')
   const results = await Promise.allSettled(
     Array.from({ length: 10 }, (_, i) => (i % 2 ? one : two).renameUser(s.userId, name(`lim${i}`), RENAME_RULE, now)),
   )
@@ -142,7 +136,7 @@ t.test('roles are granted, listed and revoked by exact username; launches are re
   t.ok((await b.listPrivileged()).some((a) => a.id === s.userId))
   t.same(await b.revokeRole(name('dev'), 'developer'), { id: s.userId, username: name('dev'), roles: [] })
   t.notOk((await b.listPrivileged()).some((a) => a.id === s.userId))
-  await rejects(t, b.grantRole(name('DEV'), 'developer'), 404, 'USER_NOT_FOUND')
+  await expectRejection(t, b.grantRole(name('DEV'), 'developer'), 404, 'USER_NOT_FOUND')
   t.equal(await b.getAccount('00000000-0000-4000-8000-000000000001'), null)
   await b.recordLaunch({ sessionId: `launch-${tag}`, gameId: 'g', userId: s.userId, time: now })
   if (fake) t.same(JSON.parse(fake.state.read('playfield_launches', `launch-${tag}`, SYSTEM_USER)!.value), { userId: s.userId, gameId: 'g', time: now })
@@ -167,9 +161,9 @@ t.test('leaderboards: sync, authoritative writes, pages for anonymous readers an
     nextCursor: null,
     ownRecord: { leaderboard_id: id, owner_id: users[0]!.userId, username: users[0]!.username, score: 10, subscore: 0, rank: 3 },
   })
-  await rejects(t, b.listRecords({ leaderboardId: id, limit: 2, cursor: 'garbage' }, Date.now()), 400, 'VALIDATION_FAILED')
-  await rejects(t, b.listRecords({ leaderboardId: `missing_${tag}`, limit: 2 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
-  await rejects(t, b.writeRecord({ leaderboardId: `missing_${tag}`, ownerId: users[0]!.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+  await expectRejection(t, b.listRecords({ leaderboardId: id, limit: 2, cursor: 'garbage' }, Date.now()), 400, 'VALIDATION_FAILED')
+  await expectRejection(t, b.listRecords({ leaderboardId: `missing_${tag}`, limit: 2 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+  await expectRejection(t, b.writeRecord({ leaderboardId: `missing_${tag}`, ownerId: users[0]!.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
 })
 
 t.test("cursor pages carry live ranks: a player moving ahead between pages shifts them, and the cursor's own rank counts for nothing", async (t) => {
@@ -245,19 +239,19 @@ t.test('a declared board Nakama no longer has (deleted in its console) is create
   const rec = await b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 7, subscore: 0 }, Date.now())
   t.match(rec, { leaderboard_id: id, score: 7, rank: 1 }, 'write: created again, then written')
   t.match(fake!.state.leaderboards.boards.get(id), { id, sortOrder: 'desc', operator: 'best', authoritative: true }, 'with its settings')
-  await rejects(t, b.writeRecord({ leaderboardId: `never_${tag}`, ownerId: u.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
+  await expectRejection(t, b.writeRecord({ leaderboardId: `never_${tag}`, ownerId: u.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
 })
 
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {
   const b = backend()
   const s = await b.register(name('down'), 'password123')
   await fake!.stop()
-  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
-  await rejects(t, b.register(name('down2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
-  await rejects(t, b.login(name('down'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'not a credentials error')
-  await rejects(t, b.renameUser(s.userId, name('down3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
-  await rejects(t, b.sessionActive(s.refreshToken, s.userId), 503, 'BACKEND_UNAVAILABLE')
-  await rejects(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.register(name('down2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.login(name('down'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'not a credentials error')
+  await expectRejection(t, b.renameUser(s.userId, name('down3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.sessionActive(s.refreshToken, s.userId), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE')
   await fake!.start()
   t.equal((await b.getAccount(s.userId))!.username, name('down'), 'recovered; the rename did not happen')
   t.equal(fake!.state.byUsername(name('down2')), undefined)
@@ -268,7 +262,7 @@ t.test('a request cut mid-way is 503 and leaves nothing behind; reads are retrie
   const b = backend()
   const s = await b.register(name('cut'), 'password123')
   fake!.intercept = (method, path) => (path === '/v2/rpc/playfield_rename' ? 'drop' : undefined)
-  await rejects(t, b.renameUser(s.userId, name('cut2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.renameUser(s.userId, name('cut2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
   fake!.intercept = null
   t.equal(fake!.state.users.get(s.userId)!.username, name('cut'))
   t.equal(fake!.state.read('playfield_rename_buckets', s.userId, SYSTEM_USER), undefined)
@@ -278,7 +272,7 @@ t.test('a request cut mid-way is 503 and leaves nothing behind; reads are retrie
   t.equal((await b.getAccount(s.userId))!.id, s.userId, 'a read survives one 500 by retrying')
   failures = 1
   const before = fake!.calls.get('POST /v2/rpc/playfield_write_record') ?? 0
-  await rejects(t, b.writeRecord({ leaderboardId: 'x', ownerId: s.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.writeRecord({ leaderboardId: 'x', ownerId: s.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 503, 'BACKEND_UNAVAILABLE')
   t.equal(fake!.calls.get('POST /v2/rpc/playfield_write_record'), before + 1, 'a write is sent once, never again')
   fake!.intercept = null
 })
@@ -287,7 +281,7 @@ t.test('a hung Nakama is cut off by the per-request time-out', onFake, async (t)
   const b = backend({ timeoutMs: 300 })
   fake!.intercept = () => 'hang'
   const started = Date.now()
-  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE')
   t.ok(Date.now() - started < 3_000, 'answered soon after the time-out')
   fake!.intercept = null
   t.ok(await b.authenticateGuest())
@@ -309,7 +303,7 @@ t.test('a refused connection never reached Nakama: even a write is tried once mo
   const s = await b.register(name('retry'), 'password123')
   t.equal(s.username, name('retry'), 'registered on the second try')
   failOnce('ECONNRESET')
-  await rejects(t, b.register(name('retry2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.register(name('retry2'), 'password123'), 503, 'BACKEND_UNAVAILABLE')
   t.equal(fake!.state.byUsername(name('retry2')), undefined, 'a write whose fate is unknown is not sent again')
 })
 
@@ -319,24 +313,24 @@ t.test("Nakama refusing the platform's own keys, or without the module, is 503 B
   const serverKey = fake!.serverKey
   fake!.serverKey = 'rotated-server-key'
   t.teardown(() => void (fake!.serverKey = serverKey))
-  await rejects(t, b.login(name('keys'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'login: not INVALID_CREDENTIALS')
-  await rejects(t, b.register(name('keys2'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'register')
-  await rejects(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE', 'guest')
-  await rejects(t, b.refresh(s.refreshToken), 503, 'BACKEND_UNAVAILABLE', 'refresh: not NO_SESSION')
+  await expectRejection(t, b.login(name('keys'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'login: not INVALID_CREDENTIALS')
+  await expectRejection(t, b.register(name('keys2'), 'password123'), 503, 'BACKEND_UNAVAILABLE', 'register')
+  await expectRejection(t, b.authenticateGuest(), 503, 'BACKEND_UNAVAILABLE', 'guest')
+  await expectRejection(t, b.refresh(s.refreshToken), 503, 'BACKEND_UNAVAILABLE', 'refresh: not NO_SESSION')
   fake!.serverKey = serverKey
   t.equal(fake!.state.byUsername(name('keys2')), undefined, 'nothing was created')
 
   const httpKey = fake!.httpKey
   fake!.httpKey = 'rotated-http-key'
   t.teardown(() => void (fake!.httpKey = httpKey))
-  await rejects(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE', 'an RPC with a refused HTTP key')
-  await rejects(t, b.renameUser(s.userId, name('keys3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
+  await expectRejection(t, b.getAccount(s.userId), 503, 'BACKEND_UNAVAILABLE', 'an RPC with a refused HTTP key')
+  await expectRejection(t, b.renameUser(s.userId, name('keys3'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE')
   fake!.httpKey = httpKey
 
   const rename = fake!.runtime.rpcs.get('playfield_rename')!
   fake!.runtime.rpcs.delete('playfield_rename')
   t.teardown(() => void fake!.runtime.rpcs.set('playfield_rename', rename))
-  await rejects(t, b.renameUser(s.userId, name('keys4'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'RPC function not found: not INTERNAL')
+  await expectRejection(t, b.renameUser(s.userId, name('keys4'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'RPC function not found: not INTERNAL')
   fake!.runtime.rpcs.set('playfield_rename', rename)
   t.equal((await b.renameUser(s.userId, name('keys5'), RENAME_RULE, Date.now())).username, name('keys5'), 'works again once fixed')
 })
@@ -346,9 +340,9 @@ t.test("the module's Aborted (storage contention past its retries, HTTP 409) is 
   const s = await b.register(name('busy'), 'password123')
   const contention = contendStorage(t, fake!)
   const before = fake!.calls.get('POST /v2/rpc/playfield_rename') ?? 0
-  await rejects(t, b.renameUser(s.userId, name('busy2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'rename: not INTERNAL')
+  await expectRejection(t, b.renameUser(s.userId, name('busy2'), RENAME_RULE, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'rename: not INTERNAL')
   t.equal(fake!.calls.get('POST /v2/rpc/playfield_rename'), before + 1, 'sent once')
-  await rejects(t, b.grantRole(name('busy'), 'developer'), 503, 'BACKEND_UNAVAILABLE', 'grant')
+  await expectRejection(t, b.grantRole(name('busy'), 'developer'), 503, 'BACKEND_UNAVAILABLE', 'grant')
   contention.restore()
   t.same(await b.getAccount(s.userId), { id: s.userId, username: name('busy'), roles: [] }, 'nothing changed')
 })

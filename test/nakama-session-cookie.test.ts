@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Client, startPlatform } from './helpers/platform.js'
 import { nakamaEnv, testNakama } from './fake-nakama/env.js'
+import { decodeJwt } from './helpers/accounts.js'
 
 // README: "The session cookie lives as long as the refresh token, so
 // session.refresh_token_expiry_sec is the platform's session lifetime." A Nakama whose refresh
@@ -16,7 +17,7 @@ const maxAgeOf = (res: Response): number => {
   const line = res.headers.getSetCookie().find((l) => l.startsWith('playfield_session='))
   return Number(/;\s*Max-Age=(\d+)/i.exec(line ?? '')?.[1])
 }
-const expOf = (token: string): number => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).exp
+const expOf = (token: string): number => decodeJwt(token).claims.exp as number
 
 t.test('the session cookie expires with Nakama\'s refresh token', async (t) => {
   const client = new Client(platform.url)

@@ -278,7 +278,7 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
   await probe.stop()
   const listed = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: `listed_dev,${session.user.id}` } })
   t.teardown(() => listed.stop())
-  for (const client of [named, byId]) (client as { base: string }).base = listed.url
+  for (const client of [named, byId]) client.base = listed.url
   t.equal((await named.get('/dev/terminal')).status, 200, 'username, other case')
   t.equal((await byId.get('/dev/terminal')).status, 200, 'user id')
   const other = new Client(listed.url, ORIGIN)
@@ -290,7 +290,7 @@ t.test('DEV_ACCESS_USERS admits ids exactly and usernames ignoring case; DEV_ACC
   t.equal(refused.message, `process exited (2) before ready: config: DEV_ACCESS_USERS: ${JSON.stringify(upper)} is invalid; expected a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas\n`, 'an upper-case id is a configuration error')
   const all = await startPlatform({ dataDir, env: { DEV_ACCESS_ALL: 'true' } })
   t.teardown(() => all.stop())
-  ;(other as { base: string }).base = all.url
+  other.base = all.url
   t.equal((await other.get('/dev/terminal')).status, 200, 'DEV_ACCESS_ALL')
   t.equal((await new Client(all.url, ORIGIN).get('/dev/terminal')).status, 401, 'still needs a session')
 })
@@ -306,7 +306,7 @@ t.test('a DEV_ACCESS_USERS entry that is only part of a user id admits no one', 
   const piece = user.id.slice(0, 8)
   const listed = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: piece } })
   t.teardown(() => listed.stop())
-  ;(guest as { base: string }).base = listed.url
+  guest.base = listed.url
   t.equal((await guest.get('/api/auth/session')).status, 200, 'the guest is signed in')
   t.equal((await guest.get('/dev/terminal')).status, 403, `"${piece}" is not the id ${user.id}`)
   await expectError(t, await guest.post('/dev/terminal/ticket'), 403, 'FORBIDDEN')
@@ -323,7 +323,7 @@ t.test('DEV_ACCESS_USERS is matched against the account\'s name now, not the nam
   await unlisted.stop()
   const platform = await startPlatform({ dataDir, env: { DEV_ACCESS_USERS: 'gate_old' } })
   t.teardown(() => platform.stop())
-  for (const client of [first, second]) (client as { base: string }).base = platform.url
+  for (const client of [first, second]) client.base = platform.url
   t.equal((await second.get('/dev/terminal')).status, 403, 'the session that signed in as gate_old: no longer listed')
   t.equal((await second.post('/dev/terminal/ticket')).status, 403, 'and no ticket')
 })

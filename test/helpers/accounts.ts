@@ -1,4 +1,5 @@
 import type { Test } from 'tap'
+import { HttpError } from '../../lib/http/errors.js'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import type { Client } from './platform.js'
@@ -20,6 +21,14 @@ export async function expectError(
   const keys = Object.keys(body).sort()
   t.same(keys, code === 'VALIDATION_FAILED' && 'details' in body ? ['code', 'details', 'error'] : ['code', 'error'], `${label}: body keys`)
   return body
+}
+
+/** Assert that a backend call fails with the contract error `status` `code` (an HttpError), and return it. */
+export async function expectRejection(t: Test, p: Promise<unknown>, status: number, code: string, message?: string): Promise<HttpError> {
+  const err = await p.then(() => null, (e: unknown) => e)
+  t.ok(err instanceof HttpError, `${code}: an HttpError`)
+  t.match(err, { status, code }, message ?? `${status} ${code}`)
+  return err as HttpError
 }
 
 /** Register `username` on `client` (which keeps the cookie) and return the user. */

@@ -200,7 +200,8 @@ export function testBackendEnv(dataDir?: string): Record<string, string | undefi
 /** A fetch client that keeps cookies like a browser would for one origin. */
 export class Client {
   cookies = new Map<string, string>()
-  constructor(readonly base: string, readonly origin?: string) {}
+  /** `base` may be pointed at a restarted platform: the client keeps its cookies. */
+  constructor(public base: string, readonly origin?: string) {}
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
     const h: Record<string, string> = { ...headers }

@@ -37,16 +37,21 @@ export async function waitForLog(logs: Record<string, unknown>[], event: string,
   }
 }
 
+/** Write `bytes` as they are on a new connection; resolve with everything the server sent before it closed (latin1). */
+export function rawBytes(port: number, bytes: string | Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes))
+    let text = ''
+    socket.setEncoding('latin1').on('data', (d: string) => (text += d))
+    socket.on('close', () => resolve(text))
+    socket.on('error', reject)
+  })
+}
+
 /**
  * Send `head` (request line and headers, without the blank line) as written on a new connection,
  * and resolve with everything the server sent before it closed: for targets no HTTP client sends.
  */
-export function rawExchange(port: number, head: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(`${head}\r\nConnection: close\r\n\r\n`))
-    let text = ''
-    socket.setEncoding('utf8').on('data', (d: string) => (text += d))
-    socket.on('close', () => resolve(text))
-    socket.on('error', reject)
-  })
+export async function rawExchange(port: number, head: string): Promise<string> {
+  return Buffer.from(await rawBytes(port, `${head}\r\nConnection: close\r\n\r\n`), 'latin1').toString('utf8')
 }

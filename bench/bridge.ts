@@ -11,10 +11,12 @@
  *   - RSS per idle connection with a shell (<= 2 MiB);
  *   - `seq 1 2000000; exit`: every byte delivered before `exit`, 10 runs of 10.
  * Beside the echo, in the same rounds, a minimal `ws` + node-pty bridge (bench/minimal-bridge.ts):
- * what any bridge of this design costs, as a reference for how much of the ratio is ours.
+ * what any bridge of this design costs, as a reference for how much of the ratio is ours. With
+ * BENCH_C_RELAY=1 a relay in C (bench/c-relay.c, compiled here with gcc) runs in the same rounds
+ * too: what a relay costs without Node.
  * Loopback figures swing from run to run; the ratios are what to read.
  */
-import { fork } from 'node:child_process'
+import { execFileSync, fork, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
@@ -33,6 +35,7 @@ const KEYSTROKES = 1000
 const WARM_KEYSTROKES = 200
 /** BENCH_KEY_GAP_MS spaces the measured keystrokes as a person's are (default 0: back to back). */
 const KEY_GAP_MS = Number(process.env.BENCH_KEY_GAP_MS ?? 0)
+const C_RELAY = process.env.BENCH_C_RELAY === '1'
 const READER_RATE = 5 * 1024 * 1024
 const IDLE_CONNECTIONS = 20
 
@@ -145,7 +148,8 @@ async function echoBridge(n: number): Promise<number[]> {
   c.ws.removeAllListeners('message')
   return echoOverWebSocket(c.ws, n)
 }
-async function echoMinimal(n: number, port: number): Promise<number[]> {
+/** echoOverWebSocket against a reference relay (the minimal bridge or the C relay) on `port`. */
+async function echoRelay(n: number, port: number): Promise<number[]> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/`)
   await new Promise((resolve) => ws.once('open', resolve))
   await sleep(300)
@@ -170,6 +174,14 @@ async function startMinimal(): Promise<number> {
   const child = fork(fileURLToPath(new URL('minimal-bridge.js', import.meta.url)), [JSON.stringify(ptyOptions)])
   process.once('exit', () => child.kill('SIGKILL'))
   return new Promise((resolve) => child.once('message', (port) => resolve(port as number)))
+}
+/** Compile and start bench/c-relay.c (needs gcc and libssl-dev); resolves to its port. */
+async function startCRelay(): Promise<number> {
+  const binary = fileURLToPath(new URL('c-relay', import.meta.url))
+  execFileSync('gcc', ['-O2', '-o', binary, fileURLToPath(new URL('../../bench/c-relay.c', import.meta.url)), '-lutil', '-lcrypto'])
+  const child = spawn(binary, [account.username], { stdio: ['ignore', 'pipe', 'inherit'] })
+  process.once('exit', () => child.kill('SIGKILL'))
+  return new Promise((resolve) => child.stdout.once('data', (port) => resolve(Number(String(port)))))
 }
 async function echoInProcess(n: number): Promise<number[]> {
   const pty = ptySpawn('/bin/bash', ['-c', 'stty raw -echo; exec cat'], ptyOptions)
@@ -253,9 +265,10 @@ async function tail(): Promise<boolean> {
 const through: { bridge: number[]; local: number[] } = { bridge: [], local: [] }
 /** Each round's echo p50 and p99 per side (each over KEYSTROKES keystrokes). */
 type EchoRound = { p50: number; p99: number }
-const echo: { bridge: EchoRound[]; local: EchoRound[]; minimal: EchoRound[] } = { bridge: [], local: [], minimal: [] }
+const echo: { bridge: EchoRound[]; local: EchoRound[]; minimal: EchoRound[]; c: EchoRound[] } = { bridge: [], local: [], minimal: [], c: [] }
 const echoRound = (times: number[]): EchoRound => ({ p50: percentile(times, 0.5), p99: percentile(times, 0.99) })
 const minimalPort = PARTS.has('echo') ? await startMinimal() : 0
+const cRelayPort = PARTS.has('echo') && C_RELAY ? await startCRelay() : 0
 for (let round = 0; round < ROUNDS; round++) {
   if (PARTS.has('throughput')) {
     through.bridge.push(await throughputBridge())
@@ -264,7 +277,8 @@ for (let round = 0; round < ROUNDS; round++) {
   if (PARTS.has('echo')) {
     echo.local.push(echoRound(await echoInProcess(KEYSTROKES)))
     echo.bridge.push(echoRound(await echoBridge(KEYSTROKES)))
-    echo.minimal.push(echoRound(await echoMinimal(KEYSTROKES, minimalPort)))
+    echo.minimal.push(echoRound(await echoRelay(KEYSTROKES, minimalPort)))
+    if (C_RELAY) echo.c.push(echoRound(await echoRelay(KEYSTROKES, cRelayPort)))
   }
 }
 console.log(`terminal bridge benchmark (${ROUNDS} rounds, ${CTRL_C_ROUNDS} for ctrl-c, medians; shell user ${account.username})`)
@@ -284,6 +298,10 @@ if (PARTS.has('echo')) {
   console.log(`echo${KEY_GAP_MS > 0 ? ` (keys ${KEY_GAP_MS} ms apart)` : '        '} bridge p50 ${fmt(ep50, 3)} ms p99 ${p99(echo.bridge)} ms  in-process p50 ${fmt(el50, 3)} ms p99 ${p99(echo.local)} ms  p50 ratio ${fmt(ep50 / el50)}  (target <= 2.0)  ${verdict(ep50 / el50 <= 2)}`)
   console.log(`             rounds' p50: bridge [${rounds(echo.bridge)}], in-process [${rounds(echo.local)}] ms`)
   console.log(`             minimal ws + node-pty bridge p50 ${fmt(em50, 3)} ms p99 ${p99(echo.minimal)} ms: ratio ${fmt(em50 / el50)} to in-process; the bridge ${fmt(ep50 / em50)} of it`)
+  if (C_RELAY) {
+    const ec50 = median(p50s(echo.c))
+    console.log(`             relay in C (bench/c-relay.c) p50 ${fmt(ec50, 3)} ms p99 ${p99(echo.c)} ms: ratio ${fmt(ec50 / el50)} to in-process; the bridge ${fmt(ep50 / ec50)} of it`)
+  }
 }
 if (PARTS.has('ctrlc')) {
   const ctrl = []

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { chromium, type Browser, type Page } from 'playwright-core'
-import { Client, freePort, runUsersOk, startPlatform, tempDir } from './helpers/platform.js'
-import { startBridge } from './helpers/terminal.js'
+import type { Page } from 'playwright-core'
+import { Client, freePort, runUsersOk, startPlatform } from './helpers/platform.js'
+import { holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
 declare const document: {
@@ -25,54 +25,17 @@ declare const term: {
   write(data: string, done: () => void): void
 }
 
-const CHROMIUM = '/usr/bin/chromium'
-if (!existsSync(CHROMIUM)) {
-  t.plan(0, `${CHROMIUM} is not installed (.ci/run installs it)`)
-  process.exit(0)
-}
-
-const dataDir = tempDir()
-const port = await freePort()
-const origin = `http://127.0.0.1:${port}`
-const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: origin })
-const platform = await startPlatform({ dataDir, env: { PORT: String(port), PLATFORM_ORIGINS: origin, TERMINAL_PORT: String(bridge.port) } })
-const browser: Browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-})
-t.teardown(async () => {
-  await browser.close()
-  await platform.stop()
-  await bridge.stop()
-})
-
-/** A browser page signed in as a fresh account (developer when `grant`). */
-async function signedIn(username: string, grant: boolean, at = origin): Promise<Page> {
-  const client = new Client(at, at)
-  const res = await client.post('/api/auth/register', { username, password: 'correct horse battery' })
-  if (res.status !== 200) throw new Error(`register: ${res.status}`)
-  if (grant) {
-    await runUsersOk({ DATA_DIR: dataDir }, 'grant', username, 'developer')
-  }
-  const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
-  await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: at })))
-  return context.newPage()
-}
-
-const screen = (page: Page): Promise<string> => page.locator('.xterm-rows').innerText()
-
-async function waitForScreen(page: Page, pattern: RegExp): Promise<void> {
-  await page.waitForFunction((source) => new RegExp(source).test(document.querySelector('.xterm-rows')?.textContent ?? ''), pattern.source, { timeout: 15_000 })
-}
+const stack = await startBrowserStack()
+const { browser, bridge, dataDir, origin } = stack
 
 t.test('an admitted user opens /dev/terminal, types a command and sees its output', async (t) => {
-  const page = await signedIn('browser_dev', true)
+  const page = await signedIn(stack, 'browser_dev', true)
   const errors: string[] = []
   page.on('pageerror', (err) => errors.push(err.message))
   page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()))
   const res = await page.goto(`${origin}/dev/terminal`)
   t.equal(res?.status(), 200)
-  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /connected: shell [0-9]+/)
   await page.locator('.xterm').click()
   await page.keyboard.type('echo browser-$((6*7))')
   await page.keyboard.press('Enter')
@@ -95,7 +58,7 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   t.ok(Number(after[2]) < Number(before[2]) && Number(after[1]) < Number(before[1]), `rows and columns follow the window (${before[0]} -> ${after[0]})`)
   await page.keyboard.type('exit')
   await page.keyboard.press('Enter')
-  await page.waitForFunction(() => /shell exited with code 0/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /shell exited with code 0/)
   t.equal(await page.locator('#reconnect').isVisible(), true, 'offers a new shell')
   t.same(errors, [], 'no page errors, no CSP violations')
   await page.context().close()
@@ -103,14 +66,9 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
 
 /** A developer's page at /dev/terminal on a slow platform: the ticket comes when the test releases it. */
 async function slowTicketPage(username: string, at = origin): Promise<{ page: Page; release: () => void }> {
-  const page = await signedIn(username, true, at)
+  const page = await signedIn(stack, username, true, at)
   // The ticket waits until the test has typed (release), however slow a loaded machine types.
-  let release = (): void => undefined
-  const released = new Promise<void>((resolve) => (release = resolve))
-  await page.route('**/dev/terminal/ticket', async (route) => {
-    await released
-    await route.continue()
-  })
+  const release = await holdTickets(page)
   await page.goto(`${at}/dev/terminal`)
   return { page, release }
 }
@@ -145,20 +103,11 @@ t.test('a line longer than the kernel keeps in line mode (4,095 characters), typ
  * (a profile's greeting, then a pause, then bash: the first output is not the prompt).
  */
 async function greetedPage(t: Test, username: string, script: string): Promise<{ page: Page; release: () => void }> {
-  const dir = mkdtempSync('/tmp/playfield-greeting-')
-  chmodSync(dir, 0o755)
-  const greeting = path.join(dir, 'greeting-shell')
-  writeFileSync(greeting, `#!/bin/bash\n${script}`, { mode: 0o755 })
+  const greeting = shellScript(t, script)
   // For the script's INPUTRC: a readline without bracketed paste.
-  writeFileSync(path.join(dir, 'inputrc'), 'set enable-bracketed-paste off\n', { mode: 0o644 })
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const greetPort = await freePort()
-  const greetOrigin = `http://127.0.0.1:${greetPort}`
-  const greeter = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: greetOrigin, SHELL: greeting })
-  t.teardown(() => greeter.stop())
-  const platform2 = await startPlatform({ dataDir, env: { PORT: String(greetPort), PLATFORM_ORIGINS: greetOrigin, TERMINAL_PORT: String(greeter.port) } })
-  t.teardown(() => platform2.stop())
-  return slowTicketPage(username, greetOrigin)
+  writeFileSync(path.join(path.dirname(greeting), 'inputrc'), 'set enable-bracketed-paste off\n', { mode: 0o644 })
+  const own = await ownPair(t, stack, { SHELL: greeting })
+  return slowTicketPage(username, own.at)
 }
 
 /** Paste a 5,010-byte line before the shell is there, press Enter, and release the ticket. */
@@ -224,7 +173,7 @@ t.test('keys typed before the shell past 65,536 units are not sent, nor those af
   await page.keyboard.type('echo lost-$((2+2))')
   await page.keyboard.press('Enter')
   release()
-  await page.waitForFunction(() => /not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /not sent/)
   t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; typed before the shell was ready and not sent: at most 65536 characters wait for it$/, 'the status line says it')
   await page.keyboard.type('echo after-$((3+3))')
   await page.keyboard.press('Enter')
@@ -237,14 +186,14 @@ t.test('keys typed before the shell past 65,536 units are not sent, nor those af
 })
 
 t.test('a status line that wraps takes its rows from the terminal: the screen stays in the window, the shell has its size', async (t) => {
-  const page = await signedIn('browser_wrap', true)
+  const page = await signedIn(stack, 'browser_wrap', true)
   await page.setViewportSize({ width: 380, height: 390 })
   await page.goto(`${origin}/dev/terminal`)
-  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /connected: shell [0-9]+/)
   const rowsBefore = await page.evaluate(() => term.rows)
   // A refused paste's status is long: the header wraps to more lines.
   await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
-  await page.waitForFunction(() => /paste not sent/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /paste not sent/)
   // Refitted (the resize goes out with it) before the command that reads the size is typed.
   await page.waitForFunction((before) => term.rows < before, rowsBefore, { timeout: 15_000 })
   await page.keyboard.type('clear; echo size=$(stty size | tr " " x)')
@@ -259,12 +208,12 @@ t.test('a status line that wraps takes its rows from the terminal: the screen st
 })
 
 t.test('with the keyboard alone: after exit, Enter on the offered button starts a new shell', async (t) => {
-  const { page } = await shellPage('browser_keys')
+  const { page } = await shellPage(stack, 'browser_keys')
   const first = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]
   await page.locator('.xterm').click()
   await page.keyboard.type('exit')
   await page.keyboard.press('Enter')
-  await page.waitForFunction(() => /shell exited/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /shell exited/)
   t.equal(await page.evaluate(() => document.activeElement?.id), 'reconnect', 'the button has the keyboard')
   await page.keyboard.press('Enter')
   await page.waitForFunction((pid) => new RegExp(`connected: shell (?!${pid}\\b)[0-9]+`).test(document.getElementById('status')?.textContent ?? ''), first, { timeout: 15_000 })
@@ -276,14 +225,14 @@ t.test('with the keyboard alone: after exit, Enter on the offered button starts 
 })
 
 t.test('signed out while the terminal is open, reconnecting offers to sign in, which shows the 401 page', async (t) => {
-  const { page } = await shellPage('browser_gone')
+  const { page } = await shellPage(stack, 'browser_gone')
   // Signed out elsewhere (another tab): the page's cookie no longer makes a ticket.
   const out = await page.request.post(`${origin}/api/auth/logout`, { headers: { origin } })
   t.equal(out.status(), 200)
   await page.evaluate(() => ws?.close())
-  await page.waitForFunction(() => document.getElementById('reconnect')?.hidden === false, undefined, { timeout: 15_000 })
+  await waitForOffer(page)
   await page.locator('#reconnect').click()
-  await page.waitForFunction(() => /no ticket/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /no ticket/)
   t.equal(await page.locator('#reconnect').innerText(), 'Sign in', 'the button offers to sign in')
   const [res] = await Promise.all([page.waitForNavigation(), page.locator('#reconnect').click()])
   t.equal(res?.status(), 401)
@@ -291,18 +240,8 @@ t.test('signed out while the terminal is open, reconnecting offers to sign in, w
   await page.context().close()
 })
 
-/** A developer's page with its shell running, and the sizes of the frames it sends. */
-async function shellPage(username: string): Promise<{ page: Page; sizes: number[] }> {
-  const page = await signedIn(username, true)
-  const sizes: number[] = []
-  page.on('websocket', (ws) => ws.on('framesent', (frame) => sizes.push(Buffer.byteLength(String(frame.payload)))))
-  await page.goto(`${origin}/dev/terminal`)
-  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
-  return { page, sizes }
-}
-
 t.test('a paste goes out as one frame and arrives whole: 170,000 control characters, a 1 MB frame', async (t) => {
-  const { page, sizes } = await shellPage('browser_paste')
+  const { page, sizes } = await shellPage(stack, 'browser_paste')
   await page.keyboard.type('stty raw -echo; head -c 170000 > paste.bin; stty sane; echo got=$(tr -d "\\001" < paste.bin | wc -c)/$(wc -c < paste.bin)')
   await page.keyboard.press('Enter')
   // Pasted before head runs, readline would take the control characters as editing keys.
@@ -321,7 +260,7 @@ t.test('a paste goes out as one frame and arrives whole: 170,000 control charact
 })
 
 t.test('a paste over 1 MiB is not sent, none of it: the page says so and the connection stays', async (t) => {
-  const { page, sizes } = await shellPage('browser_paste_big')
+  const { page, sizes } = await shellPage(stack, 'browser_paste_big')
   await page.keyboard.type('cat > big.txt')
   await page.keyboard.press('Enter')
   // Until cat runs: a Ctrl-D that reaches the terminal while bash's readline still has it in raw
@@ -348,7 +287,7 @@ function running(pid: string, command: string): boolean {
 }
 
 t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
-  const { page } = await shellPage('browser_input_refused')
+  const { page } = await shellPage(stack, 'browser_input_refused')
   // Not canonical: a canonical tty with no newline pending takes (and drops) input past its 4 KB
   // line rather than block, so whether the bridge ever held 1 MiB depended on the echo's timing (a
   // CI run never got its refusal). Without ICANON the line discipline stops at 4 KB, echo on.
@@ -364,7 +303,7 @@ t.test('input the bridge refuses is said in the terminal and kept in the status 
     term.paste('y'.repeat(700_000))
     term.paste('z'.repeat(10))
   })
-  await page.waitForFunction(() => /input refused/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /input refused/)
   t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; error: input refused: the shell has not read the [0-9]+ bytes before it yet$/)
   t.equal(await page.locator('#status').getAttribute('class'), 'error')
   // The echo of what the shell's line discipline took may have pushed it off the screen, into the scrollback.
@@ -380,9 +319,9 @@ t.test('input the bridge refuses is said in the terminal and kept in the status 
 // xterm.js's Unicode 11 add-on, the page's table before it counted newer emoji itself.
 for (const [emoji, user] of [['\u{1F600}', 'browser_emoji'], ['\u{1FAE0}', 'browser_emoji14']] as const) {
   t.test(`an emoji (U+${emoji.codePointAt(0)!.toString(16).toUpperCase()}) is two columns wide on screen, as in the shell: the line being edited shows what the shell has`, async (t) => {
-    const page = await signedIn(user, true)
+    const page = await signedIn(stack, user, true)
     await page.goto(`${origin}/dev/terminal`)
-    await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+    await waitForStatus(page, /connected: shell [0-9]+/)
     // Functions, not strings: the page's CSP refuses eval, which a polled string predicate needs.
     // (Each runs in the page, serialized: neither can call the other.)
     const cursorLine = (): string => {
@@ -415,7 +354,7 @@ for (const [emoji, user] of [['\u{1F600}', 'browser_emoji'], ['\u{1FAE0}', 'brow
 }
 
 t.test('the page draws characters as wide as the shell\'s glibc counts them, where xterm.js\'s tables differ', async (t) => {
-  const page = await signedIn('browser_widths', true)
+  const page = await signedIn(stack, 'browser_widths', true)
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => typeof term === 'object')
   // glibc 2.36 in C.UTF-8 (python3: ctypes wcwidth); the page's tables before gave the second width.
@@ -448,10 +387,10 @@ for (const [viewport, user, expected, whenRunning] of [
   [{ width: 600, height: 20_000 }, 'browser_tall', /^1000x[0-9]+$/, false],
 ] as const) {
   t.test(`a ${viewport.width}x${viewport.height} window ${whenRunning ? '(resized to while the shell runs) ' : ''}gets a shell and a screen of the same size, at most 1000 in each direction`, async (t) => {
-    const page = await signedIn(user, true)
+    const page = await signedIn(stack, user, true)
     if (!whenRunning) await page.setViewportSize(viewport)
     await page.goto(`${origin}/dev/terminal`)
-    await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+    await waitForStatus(page, /connected: shell [0-9]+/)
     if (whenRunning) {
       await page.setViewportSize(viewport)
       await page.waitForFunction(() => term.cols === 1000, undefined, { timeout: 15_000 })
@@ -475,15 +414,15 @@ t.test('an upgrade the bridge refuses is shown as refused or unreachable, not as
   const other = `http://127.0.0.1:${otherPort}`
   const platform2 = await startPlatform({ dataDir, env: { PORT: String(otherPort), PLATFORM_ORIGINS: other, TERMINAL_PORT: String(bridge.port) } })
   t.teardown(() => platform2.stop())
-  const page = await signedIn('browser_refused', true)
+  const page = await signedIn(stack, 'browser_refused', true)
   await page.goto(`${other}/dev/terminal`)
-  await page.waitForFunction(() => document.getElementById('reconnect')?.hidden === false, undefined, { timeout: 15_000 })
+  await waitForOffer(page)
   t.equal(await page.locator('#status').innerText(), 'the terminal bridge refused the connection or cannot be reached (its log says which)')
   await page.context().close()
 })
 
 t.test('a signed-in user without admission sees the 403 page', async (t) => {
-  const page = await signedIn('browser_guest', false)
+  const page = await signedIn(stack, 'browser_guest', false)
   // Chromium's own favicon request shows only in the DevTools protocol's network log.
   const missing: string[] = []
   const cdp = await page.context().newCDPSession(page)
@@ -520,7 +459,7 @@ t.test('signed out, the 401 page signs in: a wrong password is said, the right o
   t.equal(await page.locator('h1').innerText(), '401 Sign in required', 'still signed out')
   await page.locator('input[name=password]').fill('correct horse battery')
   await Promise.all([page.waitForNavigation(), page.locator('button[value=login]').click()])
-  await page.waitForFunction(() => /connected: shell [0-9]+/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 15_000 })
+  await waitForStatus(page, /connected: shell [0-9]+/)
   await page.locator('.xterm').click()
   await page.keyboard.type('echo form-$((6*7))')
   await page.keyboard.press('Enter')

@@ -1,0 +1,310 @@
+import t from 'tap'
+import type { Page } from 'playwright-core'
+import { runUsersOk } from './helpers/platform.js'
+import { holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
+import { until } from './helpers/terminal.js'
+
+// The terminal page's promises at its edges (README "The developer terminal"): close reasons, the
+// offered button and what it does, exit codes, limits on what is sent and what waits for the shell.
+// Real browser, real platform and bridge, as in terminal-browser.test.ts.
+
+// The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
+declare const document: {
+  getElementById(id: string): { textContent: string | null; hidden: boolean; className: string; click(): void } | null
+  querySelector(selector: string): { textContent: string | null } | null
+  activeElement: { id: string } | null
+}
+/** The page's WebSocket to the bridge (a top-level `let` of terminal.js). */
+declare const ws: { close(): void } | null
+/** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the tests read it. */
+declare const term: {
+  buffer: { active: { length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
+  cols: number
+  rows: number
+  input(data: string, wasUserInput?: boolean): void
+  paste(text: string): void
+}
+
+const stack = await startBrowserStack()
+const { browser, dataDir, origin } = stack
+
+/** The terminal's whole buffer, scrollback included, one line a row. */
+const buffer = (page: Page): Promise<string> =>
+  page.evaluate(() => {
+    const b = term.buffer.active
+    return Array.from({ length: b.length }, (_, i) => b.getLine(i)?.translateToString(true) ?? '').join('\n')
+  })
+
+const LIMIT_REACHED = 'connection limit reached: too many terminals are open; close one, then reconnect'
+
+t.test('a connection past the bridge\'s limit (1013) is shown as the limit reached; Reconnect opens a shell once one is closed', async (t) => {
+  const own = await ownPair(t, stack, { TERMINAL_MAX_CONN: '1' })
+  const { page: first } = await shellPage(stack, 'edge_limit_a', own.at)
+  const second = await signedIn(stack, 'edge_limit_b', true, own.at)
+  await second.goto(`${own.at}/dev/terminal`)
+  await waitForOffer(second)
+  t.equal(await status(second), LIMIT_REACHED, 'the status line says why, without the bridge\'s own reason after it')
+  t.equal(await second.locator('#status').getAttribute('class'), 'error')
+  t.match(await screen(second), /\[connection limit reached: too many terminals are open/, 'and the terminal says it')
+  t.equal(await second.locator('#reconnect').innerText(), 'Reconnect')
+  // Close the first terminal; once the bridge counts no connection, Reconnect gets a shell.
+  await first.context().close()
+  await until(async () => ((await (await fetch(`${own.bridge.url}/`)).json()) as { connections: number }).connections === 0, 15_000, 'the first connection to end')
+  await second.locator('#reconnect').click()
+  await waitForStatus(second, /^connected: shell [0-9]+$/)
+  t.equal(await second.locator('#reconnect').isHidden(), true, 'the button is gone while the shell runs')
+  // The bridge shutting down (SIGTERM: 1001) is said as such, as an error.
+  await own.bridge.stop()
+  await waitForOffer(second)
+  t.match(await status(second), /^the terminal bridge is shutting down/)
+  t.equal(await second.locator('#status').getAttribute('class'), 'error')
+  await second.context().close()
+})
+
+t.test('the platform stopping is a lost connection, and Reconnect then says the platform cannot be reached', async (t) => {
+  const own = await ownPair(t, stack)
+  const { page } = await shellPage(stack, 'edge_platform_gone', own.at)
+  // And a signed-out page: its form, loaded before the platform stopped.
+  const signedOut = await (await browser.newContext()).newPage()
+  t.equal((await signedOut.goto(`${own.at}/dev/terminal`))?.status(), 401)
+  await own.platform.stop('SIGKILL')
+  await waitForOffer(page)
+  t.match(await status(page), /^connection lost \(the terminal bridge or the platform stopped, or the network failed\)/)
+  t.match(await screen(page), /\[connection lost/, 'and the terminal says it')
+  await page.locator('#reconnect').click()
+  await waitForStatus(page, /^the platform cannot be reached$/)
+  await waitForOffer(page)
+  t.equal(await page.locator('#reconnect').innerText(), 'Reconnect', 'another try is offered')
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'reconnect', 'and it has the keyboard')
+  await page.context().close()
+  await signedOut.locator('input[name=username]').fill('edge_platform_gone')
+  await signedOut.locator('input[name=password]').fill('correct horse battery')
+  await signedOut.locator('button[value=login]').click()
+  await signedOut.waitForFunction(() => (document.getElementById('problem')?.textContent ?? '') !== '', undefined, { timeout: 15_000 })
+  t.match(await signedOut.locator('#problem').innerText(), /^the platform cannot be reached \(.+\)$/, 'the form says the platform cannot be reached')
+  await signedOut.context().close()
+})
+
+t.test('with the keyboard alone: Enter on Reconnect, then keys typed while the new ticket is on its way run in the new shell', async (t) => {
+  const { page } = await shellPage(stack, 'edge_reconnect_keys')
+  const release = await holdTickets(page)
+  await page.evaluate(() => ws?.close())
+  await waitForOffer(page)
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'reconnect', 'the button has the keyboard')
+  await page.keyboard.press('Enter')
+  await waitForStatus(page, /^getting a ticket/)
+  t.equal(await page.locator('#reconnect').isHidden(), true, 'the button is gone')
+  await page.keyboard.type('echo back-$((5+5))')
+  await page.keyboard.press('Enter')
+  release()
+  await waitForScreen(page, /back-10/)
+  t.match(await status(page), /^connected: shell [0-9]+$/)
+  await page.context().close()
+})
+
+t.test('no longer admitted, reconnecting says why there is no ticket and offers Reload, which shows the 403 page', async (t) => {
+  const { page } = await shellPage(stack, 'edge_revoked')
+  await runUsersOk({ DATA_DIR: dataDir }, 'revoke', 'edge_revoked', 'developer')
+  await page.evaluate(() => ws?.close())
+  await waitForOffer(page)
+  await page.locator('#reconnect').click()
+  await waitForStatus(page, /no ticket/)
+  t.match(await status(page), /^no ticket: \S/, 'the platform\'s error, not only its status')
+  t.notMatch(await status(page), /HTTP 403/)
+  t.equal(await page.locator('#reconnect').innerText(), 'Reload', 'the button offers to load the page again')
+  const [res] = await Promise.all([page.waitForNavigation(), page.locator('#reconnect').click()])
+  t.equal(res?.status(), 403, 'the 403 page')
+  t.equal(await page.locator('#signout').count(), 1, 'with its sign-out button')
+  await page.context().close()
+})
+
+t.test('a shell\'s exit code and signal are shown; New shell starts the next on the same connection, keys typed at once included', async (t) => {
+  const { page, sockets } = await shellPage(stack, 'edge_exit')
+  await page.locator('.xterm').click()
+  await page.keyboard.type('exit 3')
+  await page.keyboard.press('Enter')
+  await waitForStatus(page, /shell exited/)
+  t.equal(await status(page), 'shell exited with code 3')
+  t.match(await screen(page), /\[shell exited with code 3\]/, 'and the terminal says it')
+  t.equal(await page.locator('#reconnect').innerText(), 'New shell')
+  // The window changes while no shell runs: no resize goes out for a shell that is not there.
+  const cols = await page.evaluate(() => term.cols)
+  await page.setViewportSize({ width: 800, height: 500 })
+  await page.waitForFunction((c) => term.cols !== c, cols, { timeout: 15_000 })
+  // Keys typed right after the button is pressed, before `created` can have come, are the new shell's.
+  await page.evaluate(() => {
+    document.getElementById('reconnect')!.click()
+    term.input('echo new-$((7+7))\r', true)
+  })
+  await waitForScreen(page, /new-14/)
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  t.equal(await page.locator('#reconnect').isHidden(), true, 'the button is gone while the shell runs')
+  await page.keyboard.type('kill -9 $$')
+  await page.keyboard.press('Enter')
+  await waitForStatus(page, /shell exited/)
+  t.equal(await status(page), 'shell exited with signal 9')
+  t.notMatch(await buffer(page), /\[error/, 'the bridge refused nothing')
+  t.equal(sockets(), 1, 'one connection throughout')
+  await page.context().close()
+})
+
+t.test('a shell that ends before its prompt: the exit stays on the status line', async (t) => {
+  const own = await ownPair(t, stack, { SHELL: shellScript(t, 'exit 3\n') })
+  const page = await signedIn(stack, 'edge_early_exit', true, own.at)
+  await page.goto(`${own.at}/dev/terminal`)
+  await waitForOffer(page)
+  t.equal(await status(page), 'shell exited with code 3')
+  // The keys typed before the shell went out (PROMPT_WAIT_MS, 2 s) after `created` for a shell
+  // that printed nothing: that wait ends with the shell, and says nothing after it.
+  await page.waitForTimeout(3000)
+  t.equal(await status(page), 'shell exited with code 3', 'still, after the wait for a prompt would have ended')
+  t.equal(await page.locator('#reconnect').innerText(), 'New shell')
+  await page.context().close()
+})
+
+t.test('a paste of multi-byte text whose frame passes 1 MiB, in fewer characters than that, is not sent', async (t) => {
+  const { page, sizes } = await shellPage(stack, 'edge_paste_utf8')
+  // 400,000 euro signs: 400,000 UTF-16 units, 1.2 MB of UTF-8.
+  await page.evaluate(() => term.paste('\u20ac'.repeat(400_000)))
+  await waitForStatus(page, /paste not sent/)
+  t.match(await status(page), /^connected: shell [0-9]+; paste not sent: 12000[0-9]{2} bytes as a frame; the terminal takes at most 1 MiB at once$/)
+  t.ok(Math.max(0, ...sizes) < 1000, 'no frame of it went out')
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo still-$((8+1))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /still-9/)
+  await page.context().close()
+})
+
+t.test('keys typed before the shell up to 65,536 units, exactly, all wait for it and run', async (t) => {
+  const page = await signedIn(stack, 'edge_early_full', true)
+  const release = await holdTickets(page)
+  await page.goto(`${origin}/dev/terminal`)
+  // `: yyy…` and its Enter: 65,536 units in all (a paste's newline is sent as a carriage return).
+  await page.evaluate((text) => term.paste(text), `: ${'y'.repeat(65_536 - 3)}\n`)
+  release()
+  await waitForStatus(page, /^connected: shell [0-9]+/)
+  await page.keyboard.type('echo whole-$((3*3))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /whole-9/, 30_000)
+  t.match(await status(page), /^connected: shell [0-9]+$/, 'nothing was dropped')
+  t.notMatch(await buffer(page), /not sent/)
+  await page.context().close()
+})
+
+t.test('output past the bridge\'s 1 MiB ack window reaches the screen: the page acknowledges what it renders', async (t) => {
+  const page = await signedIn(stack, 'edge_flood', true)
+  // Output characters received, and acknowledged (CONTRACT §6: `ack` counts output characters).
+  const counts = { output: 0, acked: 0 }
+  page.on('websocket', (socket) => {
+    socket.on('framereceived', (frame) => {
+      const f = JSON.parse(String(frame.payload)) as { type: string; data?: string }
+      if (f.type === 'output') counts.output += f.data!.length
+    })
+    socket.on('framesent', (frame) => {
+      const f = JSON.parse(String(frame.payload)) as { type: string; bytes?: number }
+      if (f.type === 'ack') counts.acked += f.bytes!
+    })
+  })
+  await page.goto(`${origin}/dev/terminal`)
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  await page.locator('.xterm').click()
+  await page.keyboard.type("head -c 2500000 /dev/zero | tr '\\0' x; echo; echo flood-$((2+3))")
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /flood-5/, 60_000)
+  t.ok(counts.output > 2_500_000, `all of it came (${counts.output} characters)`)
+  // The acks for what is on screen follow its rendering.
+  await until(() => counts.acked === counts.output, 15_000, `acks for all output (${counts.acked} of ${counts.output})`)
+  t.equal(counts.acked, counts.output, 'every output character acknowledged, none twice')
+  await page.context().close()
+})
+
+t.test('a paste whose frame is one byte over 1 MiB is not sent', async (t) => {
+  const { page, sizes } = await shellPage(stack, 'edge_paste_edge')
+  // `{"type":"input","data":"…"}` is 26 bytes around the text: 1,048,577 in all. (As typed input:
+  // a paste adds the bracketed-paste marks readline asked for, 22 bytes more as JSON.)
+  await page.evaluate((n) => term.input('y'.repeat(n), true), 1024 * 1024 + 1 - 26)
+  await waitForStatus(page, /not sent|too large/)
+  t.match(await status(page), /^connected: shell [0-9]+; paste not sent: 1048577 bytes as a frame; the terminal takes at most 1 MiB at once$/)
+  t.ok(Math.max(0, ...sizes) < 1000, 'no frame of it went out')
+  await page.context().close()
+})
+
+t.test('greeted by a profile, then a second before the prompt', async (t) => {
+  const own = await ownPair(t, stack, { SHELL: shellScript(t, 'echo welcome-aboard\nsleep 1\nexec /bin/bash "$@"\n') })
+
+  /** A developer's page on `own`, its ticket held until the returned release. */
+  async function heldPage(username: string): Promise<{ page: Page; release: () => void }> {
+    const page = await signedIn(stack, username, true, own.at)
+    const release = await holdTickets(page)
+    await page.goto(`${own.at}/dev/terminal`)
+    return { page, release }
+  }
+
+  t.test('a long line of multi-byte text (under 4,095 characters, over 4,095 bytes) typed early waits for the prompt and runs whole', async (t) => {
+    const { page, release } = await heldPage('edge_long_utf8')
+    // 2,537 characters, 5,037 bytes: line mode would keep 4,095 bytes of it.
+    await page.evaluate((line) => term.paste(line), `echo HEAD-${'\u00e9'.repeat(2500)}-END | wc -c; echo TAIL-RAN`)
+    await page.keyboard.press('Enter')
+    release()
+    await waitForScreen(page, /TAIL-RAN\s*\S*\$/)
+    t.match(await screen(page), /\b5010\s+TAIL-RAN/, 'all 5,010 bytes of the echo, then the command after it')
+    await page.context().close()
+  })
+
+  t.test('keys typed while the shell starts wait with those typed before it, and run after them', async (t) => {
+    const { page, release } = await heldPage('edge_starting_keys')
+    await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
+    await page.keyboard.press('Enter')
+    release()
+    await waitForStatus(page, /^connected: starting shell [0-9]+/)
+    await page.keyboard.type('echo second-$((4+4))')
+    await page.keyboard.press('Enter')
+    await page.waitForFunction(() => {
+      const b = term.buffer.active
+      return Array.from({ length: b.length }, (_, i) => b.getLine(i)?.translateToString(true) ?? '').some((line) => line === 'second-8')
+    }, undefined, { timeout: 15_000 })
+    const lines = (await buffer(page)).split('\n')
+    const tail = lines.indexOf('TAIL-RAN')
+    const second = lines.indexOf('second-8')
+    t.ok(tail >= 0 && tail < second, `the line typed first ran first (TAIL-RAN at ${tail}, second-8 at ${second})`)
+    t.ok(lines.includes('5010'), 'and whole')
+    await page.context().close()
+  })
+})
+
+t.test('the window changing while the shell starts: the shell gets the size the screen has once it is there', async (t) => {
+  const page = await signedIn(stack, 'edge_resize_starting', true)
+  // The bridge's frames pass through unchanged and in order; from `created` on they wait until the
+  // window has changed (the bridge answers a create at once: no other way to change it in between).
+  let held: (string | Buffer)[] | null = null
+  let release = (): void => undefined
+  await page.routeWebSocket(/\/terminal-ws\/ws/, (route) => {
+    const server = route.connectToServer()
+    route.onMessage((message) => server.send(message))
+    server.onMessage((message) => {
+      if (held === null && /"type":"created"/.test(String(message))) held = []
+      if (held) held.push(message)
+      else route.send(message)
+    })
+    release = () => {
+      for (const message of held ?? []) route.send(message)
+      held = null
+    }
+  })
+  await page.goto(`${origin}/dev/terminal`)
+  await until(() => held !== null, 15_000, 'the shell\'s `created`')
+  t.equal(await status(page), 'connected', 'the page has sent its create, and has no shell yet')
+  const cols = await page.evaluate(() => term.cols)
+  await page.setViewportSize({ width: 700, height: 400 })
+  await page.waitForFunction((c) => term.cols !== c, cols, { timeout: 15_000 })
+  release()
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo size=$(stty size | tr " " x)')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /size=[0-9]+x[0-9]+/)
+  const shell = /size=([0-9]+x[0-9]+)/.exec(await screen(page))![1]!
+  t.equal(shell, await page.evaluate(() => `${term.rows}x${term.cols}`), 'the shell has the screen\'s size')
+  await page.context().close()
+})

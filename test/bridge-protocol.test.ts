@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { alive, connect, startBridge, until } from './helpers/terminal.js'
+import { alive, connect, NO_FORKS, startBridge, until } from './helpers/terminal.js'
 
 const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
 t.teardown(() => bridge.stop())
@@ -254,4 +254,30 @@ t.test('input of just under 1 MiB is accepted', async (t) => {
   await new Promise((r) => setTimeout(r, 200))
   t.equal(c.closed, null)
   c.ws.close()
+})
+
+t.test('a shell that cannot be started: an error frame and a spawn_failed line, and the connection stays for another try', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  // Once it is TERMINAL_USER the bridge may fork nothing, so node-pty's forkpty fails.
+  const failing = await startBridge({}, NO_FORKS)
+  t.teardown(() => failing.stop())
+  const c = await connect(failing.port)
+  c.send({ type: 'create', cols: 80, rows: 24 })
+  t.same(await c.frame('error'), { type: 'error', message: 'the shell could not be started' })
+  await until(() => failing.logs.some((l) => l.event === 'terminal.spawn_failed'), 5_000, 'the spawn_failed line')
+  const failed = failing.logs.find((l) => l.event === 'terminal.spawn_failed')!
+  t.equal(failed.user, 'dev', 'the line names the user')
+  t.ok(typeof failed.error === 'string' && failed.error !== '', `and why (${String(failed.error)})`)
+  t.match(await (await fetch(`${failing.url}/`)).json(), { status: 'ok', connections: 1 }, 'the bridge serves on, the connection counted')
+  // No terminal came of it: input is refused as before a create, and a create is a new try.
+  let at = c.frames.length
+  c.send({ type: 'input', data: 'ls\r' })
+  t.same(await c.frame('error', at), { type: 'error', message: 'no terminal: send create before input' })
+  at = c.frames.length
+  c.send({ type: 'create' })
+  t.same(await c.frame('error', at), { type: 'error', message: 'the shell could not be started' })
+  t.notOk(c.frames.some((f) => f.type === 'created' || f.type === 'output'), 'no shell, no output')
+  t.equal(c.closed, null, 'the connection stays')
+  c.ws.close()
+  await until(() => failing.logs.some((l) => l.event === 'terminal.session'), 5_000, 'the session line')
+  t.match(failing.logs.find((l) => l.event === 'terminal.session'), { user: 'dev', pid: null, bytesIn: 0, bytesOut: 0 })
 })

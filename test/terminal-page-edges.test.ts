@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Page } from 'playwright-core'
 import { runUsersOk } from './helpers/platform.js'
 import { holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
-import { until } from './helpers/terminal.js'
+import { NO_FORKS, until } from './helpers/terminal.js'
 
 // The terminal page's promises at its edges (README "The developer terminal"): close reasons, the
 // offered button and what it does, exit codes, limits on what is sent and what waits for the shell.
@@ -306,5 +306,26 @@ t.test('the window changing while the shell starts: the shell gets the size the 
   await waitForScreen(page, /size=[0-9]+x[0-9]+/)
   const shell = /size=([0-9]+x[0-9]+)/.exec(await screen(page))![1]!
   t.equal(shell, await page.evaluate(() => `${term.rows}x${term.cols}`), 'the shell has the screen\'s size')
+  await page.context().close()
+})
+
+t.test('a shell the bridge cannot start: its error is shown, and New shell tries again on the same connection', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  const own = await ownPair(t, stack, {}, NO_FORKS)
+  const page = await signedIn(stack, 'edge_no_shell', true, own.at)
+  let sockets = 0
+  page.on('websocket', () => sockets++)
+  await page.goto(`${own.at}/dev/terminal`)
+  await waitForOffer(page)
+  t.equal(await status(page), 'no shell: the shell could not be started')
+  t.equal(await page.locator('#status').getAttribute('class'), 'error')
+  t.match(await screen(page), /\[error: the shell could not be started\]/, 'and the terminal says it')
+  t.equal(await page.locator('#reconnect').innerText(), 'New shell')
+  await page.locator('#reconnect').click()
+  const refusals = async (): Promise<number> => (await buffer(page)).split('[error: the shell could not be started]').length - 1
+  await until(async () => (await refusals()) === 2, 15_000, 'the second refusal')
+  await waitForOffer(page)
+  t.equal(await status(page), 'no shell: the shell could not be started', 'refused again, said the same way')
+  t.equal(await page.locator('#reconnect').innerText(), 'New shell')
+  t.equal(sockets, 1, 'one connection throughout')
   await page.context().close()
 })

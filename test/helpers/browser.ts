@@ -53,12 +53,13 @@ export async function startBrowserStack(): Promise<BrowserStack> {
 
 /**
  * A platform on a port of its own in front of a bridge of its own (`bridgeEnv` added to its
- * environment), sharing the stack's data directory; both stopped at the test's end.
+ * environment, run by `wrapper` when given), sharing the stack's data directory; both stopped at
+ * the test's end.
  */
-export async function ownPair(t: Test, stack: BrowserStack, bridgeEnv: Record<string, string | undefined> = {}): Promise<{ at: string; bridge: RunningProcess; platform: RunningProcess }> {
+export async function ownPair(t: Test, stack: BrowserStack, bridgeEnv: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<{ at: string; bridge: RunningProcess; platform: RunningProcess }> {
   const port = await freePort()
   const at = `http://127.0.0.1:${port}`
-  const bridge = await startBridge({ DATA_DIR: stack.dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: at, ...bridgeEnv })
+  const bridge = await startBridge({ DATA_DIR: stack.dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: at, ...bridgeEnv }, wrapper)
   t.teardown(() => bridge.stop())
   const platform = await startPlatform({ dataDir: stack.dataDir, env: { PORT: String(port), PLATFORM_ORIGINS: at, TERMINAL_PORT: String(bridge.port) } })
   t.teardown(() => platform.stop())

@@ -84,6 +84,8 @@ export interface StartOptions {
   script?: string
   /** Run this program and arguments instead of node `script` (e.g. a bin/ wrapper under setpriv). */
   command?: string[]
+  /** A program that runs the command (e.g. `prlimit --nproc=0:`). */
+  wrapper?: string[]
   /** Working directory; the repository root when omitted. */
   cwd?: string
 }
@@ -116,7 +118,8 @@ export async function startPlatform(options: StartOptions = {}): Promise<Running
     ...options.env,
   }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
-  const [file, ...argv] = options.command ?? (options.script === BRIDGE_JS ? bridgeCommand(env, options.args) : [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])])
+  const command = options.command ?? (options.script === BRIDGE_JS ? bridgeCommand(env, options.args) : [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])])
+  const [file, ...argv] = [...(options.wrapper ?? []), ...command]
   const child = spawn(file!, argv, {
     env: env as NodeJS.ProcessEnv,
     cwd: options.cwd ?? ROOT,

@@ -24,16 +24,23 @@ export function ensureShellUser(): void {
 export const uidOf = (name: string): number => Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }))
 export const gidOf = (name: string): number => Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }))
 
-/** Start the real bridge on an ephemeral port. */
-export function startBridge(env: Record<string, string | undefined> = {}): Promise<RunningProcess> {
+/** Start the real bridge on an ephemeral port (run by `wrapper` when given). */
+export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<RunningProcess> {
   ensureShellUser()
   return startPlatform({
     script: BRIDGE_JS,
+    wrapper,
     readyEvent: 'bridge.listening',
     // NODE_OPTIONS: the V8 flag bin/terminal-bridge runs the bridge with.
     env: { NODE_OPTIONS: '--max-semi-space-size=2', TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, ...env },
   })
 }
+
+/**
+ * The wrapper for a root bridge that can start no shell: once it is TERMINAL_USER, no process of
+ * its may fork (RLIMIT_NPROC 0; root, as which it starts, is exempt).
+ */
+export const NO_FORKS = ['prlimit', '--nproc=0:']
 
 /**
  * Pace a client's reading of its socket to `bytesPerSecond` of what `read()` counts, from now, as

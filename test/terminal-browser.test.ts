@@ -4,7 +4,7 @@ import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { Client, freePort, runUsersOk, startPlatform } from './helpers/platform.js'
-import { holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
+import { buffer, heldTicketPage, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
 declare const document: {
@@ -64,17 +64,8 @@ t.test('an admitted user opens /dev/terminal, types a command and sees its outpu
   await page.context().close()
 })
 
-/** A developer's page at /dev/terminal on a slow platform: the ticket comes when the test releases it. */
-async function slowTicketPage(username: string, at = origin): Promise<{ page: Page; release: () => void }> {
-  const page = await signedIn(stack, username, true, at)
-  // The ticket waits until the test has typed (release), however slow a loaded machine types.
-  const release = await holdTickets(page)
-  await page.goto(`${at}/dev/terminal`)
-  return { page, release }
-}
-
 t.test('keys typed while the ticket and the connection are on their way reach the shell', async (t) => {
-  const { page, release } = await slowTicketPage('browser_early')
+  const { page, release } = await heldTicketPage(stack, 'browser_early')
   // No click first: the terminal has the keyboard from the start.
   t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
   await page.keyboard.type('echo early-$((2+3))')
@@ -86,7 +77,7 @@ t.test('keys typed while the ticket and the connection are on their way reach th
 })
 
 t.test('a line longer than the kernel keeps in line mode (4,095 characters), typed before the shell, runs whole', async (t) => {
-  const { page, release } = await slowTicketPage('browser_early_long')
+  const { page, release } = await heldTicketPage(stack, 'browser_early_long')
   // Sent at `created`, bash read it before readline left line mode: the line was cut at 4,095
   // characters and `echo HEAD-xxx…` ran without its end.
   await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
@@ -107,7 +98,7 @@ async function greetedPage(t: Test, username: string, script: string): Promise<{
   // For the script's INPUTRC: a readline without bracketed paste.
   writeFileSync(path.join(path.dirname(greeting), 'inputrc'), 'set enable-bracketed-paste off\n', { mode: 0o644 })
   const own = await ownPair(t, stack, { SHELL: greeting })
-  return slowTicketPage(username, own.at)
+  return heldTicketPage(stack, username, own.at)
 }
 
 /** Paste a 5,010-byte line before the shell is there, press Enter, and release the ticket. */
@@ -166,7 +157,7 @@ t.test('a shell without bracketed paste gets a long early line once its output i
 })
 
 t.test('keys typed before the shell past 65,536 units are not sent, nor those after them, and the page says so', async (t) => {
-  const { page, release } = await slowTicketPage('browser_early_over')
+  const { page, release } = await heldTicketPage(stack, 'browser_early_over')
   await page.keyboard.type('echo kept-$((1+1))')
   await page.keyboard.press('Enter')
   await page.evaluate(() => term.paste('y'.repeat(70_000)))
@@ -307,11 +298,7 @@ t.test('input the bridge refuses is said in the terminal and kept in the status 
   t.match(await page.locator('#status').innerText(), /^connected: shell [0-9]+; error: input refused: the shell has not read the [0-9]+ bytes before it yet$/)
   t.equal(await page.locator('#status').getAttribute('class'), 'error')
   // The echo of what the shell's line discipline took may have pushed it off the screen, into the scrollback.
-  const written = await page.evaluate(() => {
-    const buffer = term.buffer.active
-    return Array.from({ length: buffer.length }, (_, i) => buffer.getLine(i)?.translateToString(true) ?? '').join('\n')
-  })
-  t.match(written, /\[error: input refused: the shell has not read the [0-9]+ bytes before it yet\]/, 'and in the terminal')
+  t.match(await buffer(page), /\[error: input refused: the shell has not read the [0-9]+ bytes before it yet\]/, 'and in the terminal')
   await page.context().close()
 })
 

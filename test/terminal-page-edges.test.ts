@@ -1,7 +1,6 @@
 import t from 'tap'
-import type { Page } from 'playwright-core'
 import { runUsersOk } from './helpers/platform.js'
-import { holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
+import { buffer, heldTicketPage, holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 import { NO_FORKS, until } from './helpers/terminal.js'
 
 // The terminal page's promises at its edges (README "The developer terminal"): close reasons, the
@@ -27,13 +26,6 @@ declare const term: {
 
 const stack = await startBrowserStack()
 const { browser, dataDir, origin } = stack
-
-/** The terminal's whole buffer, scrollback included, one line a row. */
-const buffer = (page: Page): Promise<string> =>
-  page.evaluate(() => {
-    const b = term.buffer.active
-    return Array.from({ length: b.length }, (_, i) => b.getLine(i)?.translateToString(true) ?? '').join('\n')
-  })
 
 const LIMIT_REACHED = 'connection limit reached: too many terminals are open; close one, then reconnect'
 
@@ -177,9 +169,7 @@ t.test('a paste of multi-byte text whose frame passes 1 MiB, in fewer characters
 })
 
 t.test('keys typed before the shell up to 65,536 units, exactly, all wait for it and run', async (t) => {
-  const page = await signedIn(stack, 'edge_early_full', true)
-  const release = await holdTickets(page)
-  await page.goto(`${origin}/dev/terminal`)
+  const { page, release } = await heldTicketPage(stack, 'edge_early_full')
   // `: yyy…` and its Enter: 65,536 units in all (a paste's newline is sent as a carriage return).
   await page.evaluate((text) => term.paste(text), `: ${'y'.repeat(65_536 - 3)}\n`)
   release()
@@ -233,16 +223,8 @@ t.test('a paste whose frame is one byte over 1 MiB is not sent', async (t) => {
 t.test('greeted by a profile, then a second before the prompt', async (t) => {
   const own = await ownPair(t, stack, { SHELL: shellScript(t, 'echo welcome-aboard\nsleep 1\nexec /bin/bash "$@"\n') })
 
-  /** A developer's page on `own`, its ticket held until the returned release. */
-  async function heldPage(username: string): Promise<{ page: Page; release: () => void }> {
-    const page = await signedIn(stack, username, true, own.at)
-    const release = await holdTickets(page)
-    await page.goto(`${own.at}/dev/terminal`)
-    return { page, release }
-  }
-
   t.test('a long line of multi-byte text (under 4,095 characters, over 4,095 bytes) typed early waits for the prompt and runs whole', async (t) => {
-    const { page, release } = await heldPage('edge_long_utf8')
+    const { page, release } = await heldTicketPage(stack, 'edge_long_utf8', own.at)
     // 2,537 characters, 5,037 bytes: line mode would keep 4,095 bytes of it.
     await page.evaluate((line) => term.paste(line), `echo HEAD-${'\u00e9'.repeat(2500)}-END | wc -c; echo TAIL-RAN`)
     await page.keyboard.press('Enter')
@@ -253,17 +235,14 @@ t.test('greeted by a profile, then a second before the prompt', async (t) => {
   })
 
   t.test('keys typed while the shell starts wait with those typed before it, and run after them', async (t) => {
-    const { page, release } = await heldPage('edge_starting_keys')
+    const { page, release } = await heldTicketPage(stack, 'edge_starting_keys', own.at)
     await page.evaluate((line) => term.paste(line), `echo HEAD-${'x'.repeat(5000)}-END | wc -c; echo TAIL-RAN`)
     await page.keyboard.press('Enter')
     release()
     await waitForStatus(page, /^connected: starting shell [0-9]+/)
     await page.keyboard.type('echo second-$((4+4))')
     await page.keyboard.press('Enter')
-    await page.waitForFunction(() => {
-      const b = term.buffer.active
-      return Array.from({ length: b.length }, (_, i) => b.getLine(i)?.translateToString(true) ?? '').some((line) => line === 'second-8')
-    }, undefined, { timeout: 15_000 })
+    await until(async () => (await buffer(page)).split('\n').includes('second-8'), 15_000, 'the line second-8')
     const lines = (await buffer(page)).split('\n')
     const tail = lines.indexOf('TAIL-RAN')
     const second = lines.indexOf('second-8')

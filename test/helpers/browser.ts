@@ -13,6 +13,8 @@ declare const document: {
   getElementById(id: string): { textContent: string | null; hidden: boolean } | null
   querySelector(selector: string): { textContent: string | null } | null
 }
+/** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the helpers read it. */
+declare const term: { buffer: { active: { length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } } }
 
 export const CHROMIUM = '/usr/bin/chromium'
 
@@ -98,6 +100,17 @@ export async function holdTickets(page: Page): Promise<() => void> {
   return release
 }
 
+/**
+ * A developer's page at /dev/terminal on a slow platform: its ticket comes when the test releases
+ * it, however slowly a loaded machine types what the test types first.
+ */
+export async function heldTicketPage(stack: BrowserStack, username: string, at = stack.origin): Promise<{ page: Page; release: () => void }> {
+  const page = await signedIn(stack, username, true, at)
+  const release = await holdTickets(page)
+  await page.goto(`${at}/dev/terminal`)
+  return { page, release }
+}
+
 /** A developer's page at `at` with its shell running: the sizes of the frames it sends, and how many WebSockets it opened. */
 export async function shellPage(stack: BrowserStack, username: string, at = stack.origin): Promise<{ page: Page; sizes: number[]; sockets: () => number }> {
   const page = await signedIn(stack, username, true, at)
@@ -115,6 +128,13 @@ export async function shellPage(stack: BrowserStack, username: string, at = stac
 /** The page's status line, and the terminal's screen (the rows on view). */
 export const status = (page: Page): Promise<string> => page.locator('#status').innerText()
 export const screen = (page: Page): Promise<string> => page.locator('.xterm-rows').innerText()
+
+/** The terminal's whole buffer, scrollback included, one line a row. */
+export const buffer = (page: Page): Promise<string> =>
+  page.evaluate(() => {
+    const b = term.buffer.active
+    return Array.from({ length: b.length }, (_, i) => b.getLine(i)?.translateToString(true) ?? '').join('\n')
+  })
 
 export async function waitForScreen(page: Page, pattern: RegExp, timeout = 15_000): Promise<void> {
   await page.waitForFunction((source) => new RegExp(source).test(document.querySelector('.xterm-rows')?.textContent ?? ''), pattern.source, { timeout })

@@ -91,7 +91,7 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   t.equal(page.headers.get('x-frame-options'), 'DENY')
   t.equal(page.headers.get('referrer-policy'), 'no-referrer')
   const body = await page.text()
-  for (const asset of ['xterm.js', 'addon-fit.js', 'addon-unicode11.js', 'widths.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
+  for (const asset of ['xterm.js', 'addon-fit.js', 'addon-unicode11.js', 'widths.js', 'width-provider.js', 'early-input.js', 'terminal.js', 'xterm.css', 'terminal.css']) t.match(body, `/dev/terminal/assets/${asset}`)
   t.notMatch(body, /https?:\/\//, 'nothing from a CDN')
   const before = Date.now()
   const res = await dev.post('/dev/terminal/ticket')
@@ -229,6 +229,8 @@ const ASSET_FILES: Record<string, [string, RegExp]> = {
   'addon-fit.js': ['node_modules/@xterm/addon-fit/lib/addon-fit.js', /^text\/javascript/],
   'addon-unicode11.js': ['node_modules/@xterm/addon-unicode11/lib/addon-unicode11.js', /^text\/javascript/],
   'widths.js': ['lib/platform/terminal-page/widths.js', /^text\/javascript/],
+  'width-provider.js': ['lib/platform/terminal-page/width-provider.js', /^text\/javascript/],
+  'early-input.js': ['lib/platform/terminal-page/early-input.js', /^text\/javascript/],
   'terminal.js': ['lib/platform/terminal-page/terminal.js', /^text\/javascript/],
   'terminal.css': ['lib/platform/terminal-page/terminal.css', /^text\/css/],
 }

@@ -21,6 +21,8 @@ export const ASSETS: Record<string, { file: string; type: string }> = {
   'addon-fit.js': { file: path.join(FIT_DIR, 'lib/addon-fit.js'), type: 'text/javascript' },
   'addon-unicode11.js': { file: path.join(UNICODE11_DIR, 'lib/addon-unicode11.js'), type: 'text/javascript' },
   'widths.js': { file: path.join(PAGE_DIR, 'widths.js'), type: 'text/javascript' },
+  'width-provider.js': { file: path.join(PAGE_DIR, 'width-provider.js'), type: 'text/javascript' },
+  'early-input.js': { file: path.join(PAGE_DIR, 'early-input.js'), type: 'text/javascript' },
   'terminal.js': { file: path.join(PAGE_DIR, 'terminal.js'), type: 'text/javascript' },
   'terminal.css': { file: path.join(PAGE_DIR, 'terminal.css'), type: 'text/css' },
   'signin.js': { file: path.join(PAGE_DIR, 'signin.js'), type: 'text/javascript' },
@@ -72,6 +74,8 @@ const pageHtml = (): string => `<!doctype html>
 <script src="${assetUrl('addon-fit.js')}"></script>
 <script src="${assetUrl('addon-unicode11.js')}"></script>
 <script src="${assetUrl('widths.js')}"></script>
+<script src="${assetUrl('width-provider.js')}"></script>
+<script src="${assetUrl('early-input.js')}"></script>
 <script src="${assetUrl('terminal.js')}"></script>
 </body>
 </html>

@@ -43,6 +43,7 @@ const CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ')
+/** The headers of the terminal page and the gate's refusal pages: never cached, never framed, no referrer. */
 export const PAGE_HEADERS = {
   'content-security-policy': CSP,
   ...NO_STORE,

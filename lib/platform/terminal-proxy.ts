@@ -75,6 +75,7 @@ interface Tunnels {
   stopping: boolean
 }
 
+/** The platform's forwarding of `/terminal-ws/` upgrades, as its stop needs it. */
 export interface TerminalProxy {
   /**
    * Cut every forwarded connection TUNNEL_GRACE_MS from now (at SIGTERM): a terminal is no request

@@ -1,5 +1,6 @@
 // The developer terminal page: a ticket from the platform, a WebSocket to the bridge through
-// /terminal-ws/, xterm.js for the screen. Frames: CONTRACT §6 and spec terminal-bridge §2.
+// /terminal-ws/, xterm.js for the screen (its character widths from width-provider.js; keys typed
+// before the shell is ready held by early-input.js). Frames: CONTRACT §6 and spec terminal-bridge §2.
 'use strict'
 
 /**

@@ -81,10 +81,15 @@ export function unbracket(host: string): string {
   return /^\[[^\]]*\]$/.test(host) ? host.slice(1, -1) : host
 }
 
-/** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). */
+/** The loopback interface: 127.0.0.0/8 and ::1 (BlockList also matches 127/8 written IPv4-mapped, ::ffff:127.0.0.1). */
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
+LOOPBACK.addAddress('::1', 'ipv6')
+
+/** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). Names are case-insensitive. */
 export function isLoopback(host: string): boolean {
-  if (host === 'localhost') return true
-  const bare = host.replace(/^\[|\]$/g, '')
-  if (isIP(bare) === 4) return bare.startsWith('127.')
-  return bare === '::1'
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase()
+  if (bare === 'localhost') return true
+  const family = isIP(bare)
+  return family !== 0 && LOOPBACK.check(bare, family === 4 ? 'ipv4' : 'ipv6')
 }

@@ -54,6 +54,8 @@ const BAD: [Record<string, string>, string][] = [
   // IPv6 too: only ::1 is loopback (CONTRACT §1: the bridge refuses a non-loopback host).
   [{ TERMINAL_HOST: '::' }, 'TERMINAL_HOST: "::" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
   [{ TERMINAL_HOST: '[2001:db8::1]' }, 'TERMINAL_HOST: "2001:db8::1" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
+  // Mapped into IPv6, an address off loopback is still off it.
+  [{ TERMINAL_HOST: '::ffff:10.0.0.1' }, 'TERMINAL_HOST: "::ffff:10.0.0.1" is not a loopback address; expected 127.0.0.1, ::1 or localhost'],
   [{ PORT: '65536' }, 'PORT: "65536" is invalid; expected an integer from 0 to 65535'],
   [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY: "10.0.0.0/33" is invalid; expected a comma list of IP addresses or CIDR ranges'],
   [{ TRUST_PROXY: '::1/129' }, 'TRUST_PROXY: "::1/129" is invalid; expected a comma list of IP addresses or CIDR ranges'],
@@ -106,6 +108,10 @@ t.test('loadPlatformConfig: defaults of CONTRACT §1, frozen', async (t) => {
   const single = loadPlatformConfig({ TRUST_PROXY: '192.0.2.7/32,2001:db8::7/128' }).trustProxy
   t.same([single.check('192.0.2.7', 'ipv4'), single.check('192.0.2.8', 'ipv4'), single.check('2001:db8::7', 'ipv6'), single.check('2001:db8::8', 'ipv6')], [true, false, true, false], 'TRUST_PROXY: /32 and /128 are one address each')
   t.equal(loadPlatformConfig({ TERMINAL_HOST: '[::1]' }).terminalHost, '::1', 'the bridge address too')
+  // Every spelling of a loopback address is one: a name in any case, ::1 written out, 127/8 IPv4-mapped.
+  for (const host of ['LOCALHOST', '127.0.0.2', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '[::ffff:7f00:1]']) {
+    t.equal(loadPlatformConfig({ TERMINAL_HOST: host }).terminalHost, host.replace(/^\[|\]$/g, ''), `TERMINAL_HOST=${host} is loopback`)
+  }
 })
 
 t.test('a variable set to the empty string counts as unset (PORT= in a unit file): its default, or missing when required', async (t) => {

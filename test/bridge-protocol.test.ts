@@ -17,6 +17,16 @@ t.test('create without a size starts an 80x24 login shell and answers created wi
   c.ws.close()
 })
 
+t.test('create with one size: the other is its default (80 columns, 24 rows)', async (t) => {
+  for (const [frame, size] of [[{ type: 'create', cols: 100 }, /^24 100\r?\n/], [{ type: 'create', rows: 30 }, /^30 80\r?\n/]] as const) {
+    const c = await connect(bridge.port)
+    c.send(frame)
+    await c.frame('created')
+    t.match(await c.run('stty size'), size, JSON.stringify(frame))
+    c.ws.close()
+  }
+})
+
 t.test('create with a size, then resize: stty size follows both', async (t) => {
   const c = await connect(bridge.port)
   c.send({ type: 'create', cols: 100, rows: 30 })

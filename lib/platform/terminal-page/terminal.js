@@ -33,7 +33,7 @@ const button = document.getElementById('reconnect')
 const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14, allowProposedApi: true })
 const fit = new FitAddon.FitAddon()
 term.loadAddon(fit)
-term.unicode.register(shellWidths())
+term.unicode.register(createWidthProvider())
 term.unicode.activeVersion = 'shell'
 term.open(document.getElementById('terminal'))
 // Keys typed from the start wait for the shell (early): the terminal has them from the start.

@@ -172,7 +172,11 @@ t.test('a second create is an error frame; after exit, create starts a new shell
   const second = await c.frame('created', at)
   t.not(second.pid, first.pid, 'a new shell')
   t.match(await c.run('stty size'), /^20 90/)
+  const started = bridge.logs.filter((l) => l.event === 'terminal.shell' && (l.pid === first.pid || l.pid === second.pid))
+  t.match(started, [{ user: 'dev', pid: first.pid, time: /^\d{4}-/ }, { user: 'dev', pid: second.pid, time: /^\d{4}-/ }], 'each shell\'s start is logged')
   c.ws.close()
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.session' && l.pid === second.pid), 5_000, 'the session line')
+  t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && (l.pid === first.pid || l.pid === second.pid)).length, 1, 'one session line for the connection, naming its last shell')
 })
 
 t.test('kill ends the shell: exit carries the signal number', async (t) => {

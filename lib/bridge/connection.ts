@@ -128,6 +128,9 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
       terminal = spawned
       pid = spawned.pid
       sentChars = ackedChars = 0
+      // The session line names only the last shell of a connection (New shell starts another):
+      // each start is logged too, so every shell the bridge ran has its user, pid and time.
+      log({ event: 'terminal.shell', user: claims.username, pid: spawned.pid })
       send({ type: 'created', pid: spawned.pid })
     } catch (err) {
       log({ event: 'terminal.spawn_failed', user: claims.username, error: err instanceof Error ? err.message : String(err) })

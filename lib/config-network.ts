@@ -86,10 +86,13 @@ const LOOPBACK = new BlockList()
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
 LOOPBACK.addAddress('::1', 'ipv6')
 
-/** True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1). Names are case-insensitive. */
+/**
+ * True for addresses on the loopback interface: the bridge listens nowhere else (CONTRACT §1).
+ * `host` is as unbracket leaves it; names are case-insensitive.
+ */
 export function isLoopback(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase()
-  if (bare === 'localhost') return true
-  const family = isIP(bare)
-  return family !== 0 && LOOPBACK.check(bare, family === 4 ? 'ipv4' : 'ipv6')
+  const name = host.toLowerCase()
+  if (name === 'localhost') return true
+  const family = isIP(name)
+  return family !== 0 && LOOPBACK.check(name, family === 4 ? 'ipv4' : 'ipv6')
 }

@@ -4,7 +4,7 @@ import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
 import { BRIDGE_JS, startPlatform, tempDir } from './helpers/platform.js'
-import { rawExchange } from './helpers/raw-http.js'
+import { rawBytes, rawExchange, waitForLog } from './helpers/raw-http.js'
 import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, uidOf, upgradeStatus } from './helpers/terminal.js'
 
 /** Pids whose parent is `pid`. */
@@ -70,6 +70,23 @@ t.test('odd targets never end the bridge: `//[/` is a path (404), a target no UR
     t.match(upgrade, /\r\nX-Content-Type-Options: nosniff\r\n/, `the refusal at ${target} is never sniffed`)
   }
   t.match(await health(), { status: 'ok' }, 'still serving')
+})
+
+t.test('an upgrade Node\'s parser refuses (a byte no target may hold) is a JSON 400 with nosniff, logged, and spends no ticket', async (t) => {
+  const logged = bridge.logs.length
+  const unspent = ticket()
+  const head = `GET /ws\x01?ticket=${encodeURIComponent(unspent)} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}\r\n\r\n`
+  const answer = await rawBytes(bridge.port, head)
+  t.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.match(answer, /\r\ncontent-type: application\/json; charset=utf-8\r\n/)
+  t.match(answer, /\r\nx-content-type-options: nosniff\r\n/)
+  t.same(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { error: 'malformed HTTP request', code: 'BAD_REQUEST' })
+  const line = await waitForLog(bridge.logs, 'http.client_error', logged)
+  t.match(line, { status: 400, error: 'HPE_INVALID_URL' })
+  t.same(bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused'), [], 'not an upgrade the bridge saw')
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(unspent)}`, ORIGIN), 101, 'the ticket was not spent: it never reached the check')
+  await new Promise((r) => setTimeout(r, 100))
+  t.match(await health(), { status: 'ok' })
 })
 
 t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403, and nothing is spawned', async (t) => {

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
+import { serverOnClientError } from '../http/client-error.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
@@ -82,6 +83,9 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     res.end(req.method === 'HEAD' ? undefined : text)
   })
 
+  // A request Node's parser refuses (bytes that are not HTTP, a NUL in a header) never reaches
+  // the upgrade's checks, so it spends no ticket: it gets the platform's JSON 400, nosniff, logged.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => serverOnClientError(err, socket, log))
   const heartbeat = startHeartbeat(server, connections)
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -251,6 +251,14 @@ t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another chars
     t.equal(bad.status, 400, `byte 0x${byte.toString(16)}`)
     t.strictSame(body(bad), { error: 'body is not valid UTF-8', code: 'INVALID_JSON' })
   }
+  // RFC 8259 §8.1: a parser may ignore a leading byte-order mark; one anywhere else is not JSON.
+  const bom = Buffer.from([0xef, 0xbb, 0xbf])
+  const marked = await post('/api/things', Buffer.concat([bom, Buffer.from('{"name":"kit"}')]))
+  t.strictSame([marked.status, body(marked)], [200, { success: true, got: { name: 'kit' } }], 'a leading BOM is skipped')
+  for (const misplaced of [Buffer.concat([bom, bom, Buffer.from('{"name":"kit"}')]), Buffer.concat([Buffer.from(' '), bom, Buffer.from('{"name":"kit"}')])]) {
+    const res = await post('/api/things', misplaced)
+    t.strictSame([res.status, body(res)], [400, { error: 'body is not valid JSON', code: 'INVALID_JSON' }], 'a BOM past the first bytes is not JSON')
+  }
   const latin1 = await post('/api/things', '{"name":"kit"}', { 'content-type': 'application/json; charset=latin1' })
   t.equal(latin1.status, 415)
   t.strictSame(body(latin1), { error: 'a JSON body must be UTF-8 (charset=utf-8 or none)', code: 'UNSUPPORTED_MEDIA_TYPE' })

@@ -1,5 +1,7 @@
 import t from 'tap'
 import net from 'node:net'
+import path from 'node:path'
+import Database from 'better-sqlite3'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { expectError, signUp } from './helpers/accounts.js'
 
@@ -184,3 +186,27 @@ t.test('the failures are kept in the game backend: a restart of the platform doe
   t.equal((await new Client(second.url).post('/api/auth/login', { username: 'Kept', password: 'right password' })).status, 200, 'another address is free')
 })
 
+
+t.test('failures the database will not record (a full disk) still limit the address: 500 for each, then 429', async (t) => {
+  const dataDir = tempDir()
+  const running = await startPlatform({ dataDir })
+  t.teardown(() => running.stop())
+  await signUp(t, new Client(running.url), 'Unwritten', 'right password')
+  // The database reads but refuses every write to the failure windows, as a full disk would.
+  const db = new Database(path.join(dataDir, 'playfield.sqlite'))
+  t.teardown(() => db.close())
+  db.exec(`CREATE TRIGGER full_insert BEFORE INSERT ON event_windows BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;
+           CREATE TRIGGER full_update BEFORE UPDATE ON event_windows BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;`)
+  const c = new Client(running.url)
+  const request = c.request.bind(c)
+  c.request = (method, path, body, headers = {}) => request(method, path, body, { 'x-forwarded-for': '203.0.113.80', ...headers })
+  for (let i = 1; i <= 10; i++) {
+    await expectError(t, await c.post('/api/auth/login', { username: 'Unwritten', password: 'wrong password' }), 500, 'INTERNAL', `failure ${i}: not recorded, and said so`)
+  }
+  await expectError(t, await c.post('/api/auth/login', { username: 'Unwritten', password: 'wrong password' }), 429, 'RATE_LIMITED', 'the 11th guess is not checked')
+  await expectError(t, await c.post('/api/auth/login', { username: 'Unwritten', password: 'right password' }), 429, 'RATE_LIMITED', 'nor is the right password: no answer tells it from a wrong one')
+  db.exec('DROP TRIGGER full_insert; DROP TRIGGER full_update')
+  await expectError(t, await c.post('/api/auth/guest'), 429, 'RATE_LIMITED', 'writes working again: the failures still count for their minute')
+  t.same(db.prepare("SELECT key FROM event_windows WHERE key LIKE 'signin:%'").all(), [], 'none of them is in the database')
+  t.equal((await new Client(running.url).post('/api/auth/login', { username: 'Unwritten', password: 'right password' })).status, 200, 'another address signs in')
+})

@@ -280,3 +280,27 @@ t.test('SigninLimit: a check woken for a place the backend then cannot answer pa
   t.same(await Promise.all(waiting), ['backend down', 'backend down'], 'both hear of the failure')
   t.same(limit.inFlight('a'), { running: 0, waiting: 0 })
 })
+
+t.test('SigninLimit: failures a read-only backend will not record still count, on this instance, for their minute', async (t) => {
+  const inner = memoryWindows()
+  let readOnly = true
+  const limit = new SigninLimit(async (key, now, windowMs, record) => {
+    if (record && readOnly) throw new Error('disk full')
+    return inner(key, now, windowMs, record)
+  })
+  for (let i = 0; i < 10; i++) {
+    const place = await limit.acquire('a', () => T0 + i)
+    t.ok(place.ok, `check ${i + 1} runs`)
+    if (place.ok) await t.rejects(place.release(true, T0 + i), /disk full/, `failure ${i + 1}: the backend's error reaches the sign-in`)
+  }
+  t.equal(await limit.waitMs('a', T0 + 10), 60_000 - 10, 'the 11th waits for the first failure to be a minute old')
+  t.match(await limit.acquire('a', () => T0 + 10), { ok: false, waitMs: 60_000 - 10 }, 'no check runs')
+  t.equal(await limit.waitMs('b', T0 + 10), 0, 'another address is free')
+  readOnly = false
+  t.equal(await limit.waitMs('a', T0 + 20), 60_000 - 20, 'the backend writing again forgets nothing')
+  await limit.fail('a', T0 + 30_000)
+  const kept = Array.from({ length: 10 }, (_, i) => T0 + i)
+  t.same(await limit.fail('a', T0 + 30_001), [...kept, T0 + 30_000, T0 + 30_001], 'kept and recorded failures are counted together, in order')
+  t.equal(await limit.waitMs('a', T0 + 59_999), 3, 'the wait follows the 10th newest of them (T0 + 2, a minute on)')
+  t.equal(await limit.waitMs('a', T0 + 120_000), 0, 'a quiet minute forgets the kept ones too')
+})

@@ -3,6 +3,8 @@ const MAX_FAILURES = 10
 const WINDOW_MS = 60_000
 /** Password checks one address may have waiting for a place; past it they answer 429 at once. */
 const MAX_WAITING = 100
+/** Addresses with failures the backend would not take, past which the ones a minute old are swept. */
+const MAX_UNRECORDED = 100_000
 
 /**
  * What `acquire` answers: a place to check a password, or the milliseconds to wait (`busy` when
@@ -39,11 +41,16 @@ interface Checks {
  * ones, 10 are checked and 20 answer 429 once those 10 have failed), and right passwords sent in
  * parallel all get in (up to 100 waiting per address): a success wakes the oldest check waiting,
  * a failure that limits the address refuses them all, any other failure takes its own place.
- * The clock is passed in.
+ * A failure the backend will not record (it reads but cannot write: a full disk) is kept here
+ * for its minute and counted with the backend's, so the limit holds on this instance while the
+ * sign-in answers the backend's error: without it, every guess would be checked. The clock is
+ * passed in.
  */
 export class SigninLimit {
   readonly #windows: FailureWindows
   readonly #checks = new Map<string, Checks>()
+  /** Failures the backend refused to record, by address, oldest first, each kept for WINDOW_MS. */
+  readonly #unrecorded = new Map<string, number[]>()
 
   constructor(windows: FailureWindows) {
     this.#windows = windows
@@ -107,13 +114,42 @@ export class SigninLimit {
     return { running: checks?.running ?? 0, waiting: checks?.waiting.length ?? 0 }
   }
 
-  /** Count one failed sign-in from `address` at `now`; answers the failures in the window after it. */
+  /**
+   * Count one failed sign-in from `address` at `now`; answers the failures in the window after it.
+   * Throws the backend's error when it cannot record it, once the failure is kept here instead.
+   */
   async fail(address: string, now: number): Promise<number[]> {
-    return this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
+    try {
+      const recorded = await this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
+      return this.#unrecorded.has(address) ? this.#withUnrecorded(address, now, recorded) : recorded
+    } catch (err) {
+      this.#keepUnrecorded(address, now)
+      throw err
+    }
   }
 
   #failures(address: string, now: number): Promise<number[]> {
-    return this.#windows(key(address), now, WINDOW_MS)
+    const read = this.#windows(key(address), now, WINDOW_MS)
+    // A failure kept while this read is on its way moves `failed`, and acquire reads again.
+    return this.#unrecorded.has(address) ? read.then((recorded) => this.#withUnrecorded(address, now, recorded)) : read
+  }
+
+  /** The backend's failures of `address` and those it would not record, in order, within the minute. */
+  #withUnrecorded(address: string, now: number, recorded: number[]): number[] {
+    const kept = this.#unrecorded.get(address)
+    if (kept === undefined) return recorded
+    const live = kept.filter((time) => time > now - WINDOW_MS)
+    if (live.length === 0) this.#unrecorded.delete(address)
+    else this.#unrecorded.set(address, live)
+    return [...recorded, ...live].sort((a, b) => a - b)
+  }
+
+  #keepUnrecorded(address: string, now: number): void {
+    if (this.#unrecorded.size >= MAX_UNRECORDED) {
+      for (const [kept, times] of this.#unrecorded) if (times.at(-1)! <= now - WINDOW_MS) this.#unrecorded.delete(kept)
+    }
+    // Only the last MAX_FAILURES can limit the address (waitOf).
+    this.#unrecorded.set(address, [...(this.#unrecorded.get(address) ?? []), now].slice(-MAX_FAILURES))
   }
 
   /** Drop an address's entry once no check holds, waits for or reads it. */
@@ -130,8 +166,11 @@ export class SigninLimit {
       try {
         // Recorded before the place is given back: a check waiting for it must see this failure.
         if (failed) {
-          times = await this.fail(address, now)
-          checks.failed++
+          try {
+            times = await this.fail(address, now)
+          } finally {
+            checks.failed++
+          }
         }
       } finally {
         checks.running--

@@ -13,7 +13,10 @@ const DIST = path.join(ROOT, 'dist/test')
 
 /** Files run on Nakama, each with the subtest names (per nesting level) left out and why. */
 export const SUITE: Record<string, { exclude?: string[][]; why?: string; platform?: false }> = {
-  'auth-limit.test.js': {},
+  'auth-limit.test.js': {
+    exclude: [['failures the database will not record (a full disk) still limit the address: 500 for each, then 429']],
+    why: 'makes the SQLite file refuse writes (limiter.test.ts covers the same rule over any backend)',
+  },
   'catalogue-api.test.js': {},
   'catalogue-reload.test.js': {},
   'auth.test.js': {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
@@ -87,6 +88,27 @@ t.test('an upgrade Node\'s parser refuses (a byte no target may hold) is a JSON 
   t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(unspent)}`, ORIGIN), 101, 'the ticket was not spent: it never reached the check')
   await new Promise((r) => setTimeout(r, 100))
   t.match(await health(), { status: 'ok' })
+})
+
+t.test('headers that trickle in are cut with 408 once 10 s old, as the platform cuts them (it forwards /terminal-ws/ as a tunnel)', { timeout: 40_000 }, async (t) => {
+  const started = Date.now()
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(bridge.port, '127.0.0.1', () => socket.write('GET /ws HTTP/1.1\r\nHost: x\r\n'))
+    // A header line every 2 s: never idle long enough for any other time-out, never done.
+    const drip = setInterval(() => socket.writable && socket.write('X-Drip: 1\r\n'), 2000)
+    let text = ''
+    socket.setEncoding('latin1').on('data', (d: string) => (text += d))
+    socket.on('close', () => {
+      clearInterval(drip)
+      resolve(text)
+    })
+    socket.on('error', reject)
+    setTimeout(() => socket.destroy(), 35_000)
+  })
+  const seconds = (Date.now() - started) / 1000
+  t.match(answer, /^HTTP\/1\.1 408 /)
+  t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
+  t.ok(seconds >= 9 && seconds < 15, `cut after ${seconds} s (Node's default would be 60)`)
 })
 
 t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403, and nothing is spawned', async (t) => {

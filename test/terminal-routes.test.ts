@@ -490,6 +490,23 @@ t.test('an upgrade request pipelined behind others, or behind another upgrade, i
   t.same([...text.matchAll(/"code":"([A-Z_]+)"/g)].map((m) => m[1]), ['INVALID_JSON', 'GAME_NOT_FOUND'], 'the body read as (bad) JSON, then the next request')
 })
 
+t.test('a connection asking for h2c at every request is read anew 5 times, the 5th with Connection: close: it cannot pile up listeners', async (t) => {
+  const upgrade = 'GET /api/games/nope HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, keep-alive, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n'
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(product.platform.port, '127.0.0.1', () => socket.write(upgrade.repeat(12)))
+    let got = ''
+    socket.setEncoding('utf8').on('data', (d: string) => (got += d))
+    socket.on('close', () => resolve(got))
+    socket.on('error', reject)
+  })
+  const answers = text.split(/(?=HTTP\/1\.1 )/)
+  t.same(answers.map((a) => /"code":"([A-Z_]+)"/.exec(a)?.[1]), Array(5).fill('GAME_NOT_FOUND'), 'five answered, in order, then the connection closed')
+  t.match(answers[4], /\r\nconnection: close\r\n/i, 'the fifth says so')
+  t.ok(answers.slice(0, 4).every((a) => /\r\nconnection: keep-alive\r\n/i.test(a)), 'the first four keep the connection')
+  await new Promise((r) => setTimeout(r, 100))
+  t.notMatch(product.platform.stderr(), /MaxListenersExceededWarning/, 'no listener piled up')
+})
+
 t.test('a client that resets while its upgrade request waits behind another does not end the platform', async (t) => {
   for (let i = 0; i < 5; i++) {
     // A register takes a while (the password's hash): the upgrade request waits behind it.

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
 import { serverOnClientError } from '../http/client-error.js'
+import { SLOW_CLIENT_LIMITS } from '../http/slow-clients.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
@@ -70,7 +71,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     deny(method ? 405 : 400, err.message, method ? { Allow: 'GET' } : version ? { 'Sec-WebSocket-Version': '13, 8' } : undefined)
   })
 
-  const server = http.createServer((req, res) => {
+  // The platform's limits on slow clients: it forwards /terminal-ws/ as a tunnel, with none of its own.
+  const server = http.createServer(SLOW_CLIENT_LIMITS, (req, res) => {
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
     const path = parseTarget(req.url ?? '/')?.pathname
     const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')

@@ -12,6 +12,7 @@ import { refusalStatus, serverOnClientError, serverOnConnect } from './client-er
 import { nextRequestId } from './request-id.js'
 import { trackConnections } from './close.js'
 import { hasBody, MAX_BODY_BYTES, readIgnoredBody } from './body.js'
+import { SLOW_CLIENT_LIMITS } from './slow-clients.js'
 
 interface ServerOptions {
   router: Router
@@ -25,22 +26,15 @@ interface ServerOptions {
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
 const CORS_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS'
-/** Slow clients get this long to send headers and the whole request (slowloris). */
-const HEADERS_TIMEOUT_MS = 10_000
-const REQUEST_TIMEOUT_MS = 30_000
-const KEEP_ALIVE_TIMEOUT_MS = 5_000
-const CHECK_INTERVAL_MS = 1_000
 
 /** The platform's HTTP server: request ids, access log, CORS, Origin check, routing, error bodies. */
 export function createServer(options: ServerOptions): http.Server {
   const origins = new Set(options.origins)
-  // Node enforces the two timeouts below only when it checks its connections, every 30 s by
-  // default: a slow client would get up to 40 s instead of 10. Checking each second keeps them.
   // Node's own answers to a request without Host (400) and to an Expect other than 100-continue
   // (417) have no JSON body, request id or Vary: the first is answered in handle, the second is
   // served as if the expectation were not there (RFC 9110 §10.1.1 allows either).
   const server = http.createServer(
-    { ServerResponse: PlatformResponse, connectionsCheckingInterval: CHECK_INTERVAL_MS, requireHostHeader: false },
+    { ...SLOW_CLIENT_LIMITS, ServerResponse: PlatformResponse, requireHostHeader: false },
     (req, res) => handle(req, res, options, origins),
   ) as unknown as http.Server
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => handle(req, res, options, origins))
@@ -53,9 +47,6 @@ export function createServer(options: ServerOptions): http.Server {
   // Every header of a request, not the first 2000 (Node's default): the 16 KiB limit bounds them,
   // and a request read anew without its Upgrade (terminal-proxy) must keep its Content-Length.
   server.maxHeadersCount = 0
-  server.headersTimeout = HEADERS_TIMEOUT_MS
-  server.requestTimeout = REQUEST_TIMEOUT_MS
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => serverOnClientError(err, socket, options.log ?? logLine))
   server.on('connect', (req: IncomingMessage, socket) => serverOnConnect(req, socket, options.log ?? logLine))
   trackConnections(server)

@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import t from 'tap'
 import { mintTicket } from '../lib/ticket.js'
 import { BRIDGE_JS, startPlatform, tempDir } from './helpers/platform.js'
-import { rawBytes, rawExchange, waitForLog } from './helpers/raw-http.js'
+import { rawBytes, rawExchange, trickle, waitForLog } from './helpers/raw-http.js'
 import { connect, ensureShellUser, ORIGIN, SHELL_USER, startBridge, ticket, TICKET_SECRET, uidOf, upgradeStatus } from './helpers/terminal.js'
 
 /** Pids whose parent is `pid`. */
@@ -91,21 +90,7 @@ t.test('an upgrade Node\'s parser refuses (a byte no target may hold) is a JSON 
 })
 
 t.test('headers that trickle in are cut with 408 once 10 s old, as the platform cuts them (it forwards /terminal-ws/ as a tunnel)', { timeout: 40_000 }, async (t) => {
-  const started = Date.now()
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = net.connect(bridge.port, '127.0.0.1', () => socket.write('GET /ws HTTP/1.1\r\nHost: x\r\n'))
-    // A header line every 2 s: never idle long enough for any other time-out, never done.
-    const drip = setInterval(() => socket.writable && socket.write('X-Drip: 1\r\n'), 2000)
-    let text = ''
-    socket.setEncoding('latin1').on('data', (d: string) => (text += d))
-    socket.on('close', () => {
-      clearInterval(drip)
-      resolve(text)
-    })
-    socket.on('error', reject)
-    setTimeout(() => socket.destroy(), 35_000)
-  })
-  const seconds = (Date.now() - started) / 1000
+  const { text: answer, seconds } = await trickle(bridge.port, 'GET /ws HTTP/1.1\r\nHost: x\r\n', 'X-Drip: 1\r\n', 35_000)
   t.match(answer, /^HTTP\/1\.1 408 /)
   t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
   t.ok(seconds >= 9 && seconds < 15, `cut after ${seconds} s (Node's default would be 60)`)

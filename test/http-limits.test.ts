@@ -1,7 +1,7 @@
 import t from 'tap'
 import net from 'node:net'
 import { startPlatform } from './helpers/platform.js'
-import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+import { rawRequest, trickle, type RawResponse } from './helpers/raw-http.js'
 
 // The limits CONTRACT §4 and the README's API section give, on the real platform, at their edges.
 const platform = await startPlatform()
@@ -61,23 +61,8 @@ t.test('a second Host or Content-Type line is found behind 2,000 other header li
 })
 
 t.test('a body that trickles in is cut with 408 REQUEST_TIMEOUT once the request is 30 s old', { timeout: 60_000 }, async (t) => {
-  const started = Date.now()
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = net.connect(platform.port, '127.0.0.1', () => {
-      socket.write('POST /api/auth/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n')
-    })
-    // A byte every 2 s: never idle long enough for any other time-out, never done.
-    const drip = setInterval(() => socket.writable && socket.write(' '), 2000)
-    let text = ''
-    socket.setEncoding('utf8').on('data', (d: string) => (text += d))
-    socket.on('close', () => {
-      clearInterval(drip)
-      resolve(text)
-    })
-    socket.on('error', reject)
-    setTimeout(() => socket.destroy(), 45_000)
-  })
-  const seconds = (Date.now() - started) / 1000
+  const head = 'POST /api/auth/login HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n'
+  const { text: answer, seconds } = await trickle(platform.port, head, ' ', 45_000)
   t.match(answer, /^HTTP\/1\.1 408 /)
   t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
   t.ok(seconds >= 29 && seconds < 40, `cut after ${seconds} s`)

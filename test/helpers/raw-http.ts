@@ -55,3 +55,24 @@ export function rawBytes(port: number, bytes: string | Buffer): Promise<string> 
 export async function rawExchange(port: number, head: string): Promise<string> {
   return Buffer.from(await rawBytes(port, `${head}\r\nConnection: close\r\n\r\n`), 'latin1').toString('utf8')
 }
+
+/**
+ * Write `head` on a new connection, then `drip` every 2 s (never idle long enough for any other
+ * time-out, never done), until the server closes it or `giveUpMs` passes; resolve with what the
+ * server sent (latin1) and the seconds it took.
+ */
+export function trickle(port: number, head: string, drip: string, giveUpMs: number): Promise<{ text: string; seconds: number }> {
+  const started = Date.now()
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(head))
+    const dripping = setInterval(() => socket.writable && socket.write(drip), 2000)
+    let text = ''
+    socket.setEncoding('latin1').on('data', (d: string) => (text += d))
+    socket.on('close', () => {
+      clearInterval(dripping)
+      resolve({ text, seconds: (Date.now() - started) / 1000 })
+    })
+    socket.on('error', reject)
+    setTimeout(() => socket.destroy(), giveUpMs)
+  })
+}

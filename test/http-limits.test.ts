@@ -1,5 +1,6 @@
 import t from 'tap'
 import net from 'node:net'
+import { readdirSync, readlinkSync } from 'node:fs'
 import { startPlatform } from './helpers/platform.js'
 import { rawRequest, trickle, type RawResponse } from './helpers/raw-http.js'
 
@@ -66,6 +67,31 @@ t.test('a body that trickles in is cut with 408 REQUEST_TIMEOUT once the request
   t.match(answer, /^HTTP\/1\.1 408 /)
   t.match(answer, /\r\n\r\n\{"error":"the request was not complete in time","code":"REQUEST_TIMEOUT"\}$/)
   t.ok(seconds >= 29 && seconds < 40, `cut after ${seconds} s`)
+})
+
+t.test('a client that pipelines requests and never reads the answers is cut: the headers\' 10 s, then 30 s for the answers to drain', { timeout: 120_000 }, async (t) => {
+  /** The platform's open sockets (its /proc fd links). */
+  const sockets = (): Set<string> => {
+    const fds = `/proc/${platform.child.pid}/fd`
+    return new Set(readdirSync(fds).map((fd) => { try { return readlinkSync(`${fds}/${fd}`) } catch { return '' } }).filter((l) => l.startsWith('socket:')))
+  }
+  const before = sockets()
+  const started = Date.now()
+  const client = net.connect(platform.port, '127.0.0.1', () => {
+    // Megabytes of answers for 74 KB of requests; the platform stops reading when they back up.
+    client.write('GET /api/games HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(2000))
+    client.pause()
+  })
+  client.on('error', () => undefined)
+  await new Promise((r) => setTimeout(r, 2000))
+  const held = [...sockets()].filter((s) => !before.has(s))
+  t.equal(held.length, 1, 'the connection is held while its answers wait')
+  while (sockets().has(held[0]!) && Date.now() - started < 90_000) await new Promise((r) => setTimeout(r, 1000))
+  const seconds = (Date.now() - started) / 1000
+  t.notOk(sockets().has(held[0]!), `closed by the platform after ${seconds} s`)
+  t.ok(seconds >= 35 && seconds < 55, 'once the refusal has waited 30 s')
+  client.destroy()
+  t.equal((await fetch(platform.url + '/api/games')).status, 200, 'still serving')
 })
 
 t.test('a GET with a body is held to the body rules: over 65,536 bytes is 413, not drained unbounded; not JSON is 415', async (t) => {

@@ -9,6 +9,13 @@ const ANSWERS: Record<string, [status: number, reason: string, code: string, mes
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'the request was not complete in time'],
 }
 const MALFORMED: [number, string, string, string] = [400, 'Bad Request', 'BAD_REQUEST', 'malformed HTTP request']
+/**
+ * A refused connection is cut this long after the refusal at the latest: the answers before it,
+ * and the refusal itself, wait for a client that reads them. One that pipelined requests and
+ * never reads (its last one cut short at a read's end, then refused by the headers' time-out)
+ * would otherwise hold those answers, megabytes of them, and its descriptor for good.
+ */
+const REFUSED_DRAIN_MS = 30_000
 
 /**
  * A request Node's parser refused before any handler saw it (a URL past the header limit,
@@ -26,6 +33,7 @@ export function serverOnClientError(err: NodeJS.ErrnoException, socket: Duplex, 
     return
   }
   refused.add(socket)
+  cutLater(socket)
   // A connection the client ended mid-request is the client gone, not a refusal of ours: nothing
   // is written for the request cut short (the access log gives it 499), and no refusal is logged.
   // Requests that came whole before it are still answered: a half-closed client may read them.
@@ -79,6 +87,12 @@ export function serverOnConnect(req: IncomingMessage, socket: Duplex, log: (entr
  */
 export function refusalStatus(socket: Duplex | null): number | undefined {
   return socket ? cutShort.get(socket) : undefined
+}
+
+/** Destroy a refused socket that has not closed within REFUSED_DRAIN_MS. */
+function cutLater(socket: Duplex): void {
+  const cut = setTimeout(() => socket.destroy(), REFUSED_DRAIN_MS).unref()
+  socket.once('close', () => clearTimeout(cut))
 }
 
 /** Write a JSON error answer on the bare socket and close it; returns the answer's request id. */

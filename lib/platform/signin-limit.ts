@@ -120,8 +120,7 @@ export class SigninLimit {
    */
   async fail(address: string, now: number): Promise<number[]> {
     try {
-      const recorded = await this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES })
-      return this.#unrecorded.has(address) ? this.#withUnrecorded(address, now, recorded) : recorded
+      return this.#withUnrecorded(address, now, await this.#windows(key(address), now, WINDOW_MS, { keep: MAX_FAILURES }))
     } catch (err) {
       this.#keepUnrecorded(address, now)
       throw err

@@ -589,3 +589,34 @@ t.test('runtime calls as the real runtime answers them: an RPC returns a string 
   t.throws(() => nk.storageDelete([{ collection: 'c', key: 'gone', userId: owner, version: 'abc' }]), /Storage delete rejected - not found, version check failed, or permission denied\./)
   t.doesNotThrow(() => nk.storageDelete([{ collection: 'c', key: 'gone', userId: owner }]), 'without a version, deleting nothing is no error')
 })
+
+t.test('a banned account: every sign-in path answers 403 code 7 before the password, its tokens end, accountGetId shows disableTime (§1.1-§1.3)', async (t) => {
+  const fake = await startFakeNakama()
+  t.teardown(() => fake.close())
+  const key = basic(fake.serverKey)
+  const s = await (await post(fake, '/v2/account/authenticate/email?username=eve', { email: 'eve@users.example', password: 'correct horse' }, key)).json() as { token: string; refresh_token: string }
+  const uid = claims(s.token).uid as string
+  await post(fake, '/v2/account/authenticate/custom', { id: 'custom-eve01' }, key)
+  const nk = fake.runtime.nk
+  t.same(Object.keys(nk.accountGetId(uid)).sort(), ['email', 'user', 'wallet'], 'accountToJsObject leaves unset fields out: no disableTime before the ban')
+  fake.state.ban(uid)
+  t.equal(nk.accountGetId(uid).disableTime, Math.floor(Date.now() / 1000), 'disableTime in unix seconds')
+  const banned = { code: 7, message: 'User account banned.' }
+  for (const [label, path, body] of [
+    ['email, right password', '/v2/account/authenticate/email', { email: 'eve@users.example', password: 'correct horse' }],
+    ['email, wrong password', '/v2/account/authenticate/email', { email: 'eve@users.example', password: 'wrong horse' }],
+    ['username and password', '/v2/account/authenticate/email?create=false&username=eve', { password: 'wrong horse' }],
+  ] as const) {
+    const res = await post(fake, path, body, key)
+    t.same([res.status, await res.json()], [403, banned], label)
+  }
+  const other = fake.state.users.get(claims((await (await post(fake, '/v2/account/authenticate/custom', { id: 'custom-eve01' }, key)).json() as { token: string }).token).uid)
+  t.ok(other && !other.disableTime, 'another account is not touched')
+  const refresh = await post(fake, '/v2/account/session/refresh', { token: s.refresh_token }, key)
+  t.same([refresh.status, await refresh.json()], [401, { code: 16, message: 'Refresh token invalid or expired.' }], 'the ban ended the refresh token')
+  t.equal((await fetch(`${fake.url}/v2/account`, { headers: { authorization: `Bearer ${s.token}` } })).status, 401, 'and the session token')
+  fake.state.unban(uid)
+  t.notOk('disableTime' in nk.accountGetId(uid), 'unbanned: no disableTime')
+  t.equal((await post(fake, '/v2/account/session/refresh', { token: s.refresh_token }, key)).status, 401, 'lifting the ban brings no token back')
+  t.equal((await post(fake, '/v2/account/authenticate/email?create=false&username=eve', { password: 'correct horse' }, key)).status, 200, 'a new sign-in works')
+})

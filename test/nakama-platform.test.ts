@@ -72,6 +72,34 @@ t.test('the sessions of an account deleted in Nakama are over: 401 NO_SESSION fo
   t.same(board.records.filter((r: { owner_id: string }) => r.owner_id === id).map((r: { score: number }) => r.score), [5], 'no score written after the deletion')
 })
 
+t.test('the sessions of an account banned in Nakama are over on every instance, and stay over once the ban is lifted', onFake, async (t) => {
+  const { client, id } = await register(a, name('ban'))
+  const copy = on(b, client)
+  t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 5 })).status, 200)
+  t.equal((await copy.get('/api/auth/session')).status, 200)
+  fake!.state.ban(id)
+  await new Promise((resolve) => setTimeout(resolve, 1_100)) // "still active" is trusted for a second
+  for (const [label, res] of [
+    ['submit', await on(a, client).post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 9 })],
+    ['launch', await on(a, client).post('/api/games/fixture-native/launch')],
+    ['session', await on(a, client).get('/api/auth/session')],
+  ] as const) {
+    t.equal(res.status, 401, `${label}: 401`)
+    t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' }, `${label}: body`)
+  }
+  const login = await new Client(a.url).post('/api/auth/login', { username: name('ban'), password: 'correct horse' })
+  t.equal(login.status, 401, 'a login while banned')
+  t.same(await login.json(), { error: 'wrong username or password', code: 'INVALID_CREDENTIALS' })
+  fake!.state.unban(id)
+  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  const res = await on(b, client).get('/api/auth/session')
+  t.equal(res.status, 401, 'the session the ban ended stays ended after it is lifted, on the other instance too')
+  t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' })
+  t.equal((await new Client(b.url).post('/api/auth/login', { username: name('ban'), password: 'correct horse' })).status, 200, 'a new sign-in works once the ban is lifted')
+  const board = await json(await new Client(a.url).get('/api/leaderboards/fx-best-desc?limit=100'))
+  t.same(board.records.filter((r: { owner_id: string }) => r.owner_id === id).map((r: { score: number }) => r.score), [5], 'no score written during the ban')
+})
+
 t.test('the rename limit holds across instances; the next token carries the new name', async (t) => {
   const { client, id } = await register(a, name('lim'))
   const accepted: number[] = []

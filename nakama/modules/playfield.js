@@ -472,10 +472,7 @@ function rpcRecordLaunch(ctx, logger, nk, payload) {
 function rpcRevokeSession(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
-  nk.storageWrite([{
-    collection: REVOKED, key: p.tid, userId: SYSTEM_USER,
-    value: { userId: p.userId, exp: p.exp }, permissionRead: 0, permissionWrite: 0
-  }]);
+  storeRevocation(nk, p);
   // nk.sessionLogout takes an absent token only as undefined (null throws), fails as a whole when
   // a token it is given does not verify (an expired session token does not), and with neither
   // token ends every session of the user: so the refresh token always goes, the session token
@@ -506,9 +503,26 @@ function rpcSessionRevoked(ctx, logger, nk, payload) {
   // A record in the user's own namespace is an older module's (or the user's own doing, which can
   // only end their own session): still a revocation.
   var revoked = (record !== null && record.value.userId === p.userId) || readObject(nk, REVOKED, String(p.tid), p.userId) !== null;
+  if (revoked) return JSON.stringify({ revoked: true });
   // The sessions of an account deleted since (in the console) are over too: its scores would go on
   // being written under a name someone else may register now.
-  return JSON.stringify({ revoked: revoked || userById(nk, p.userId) === null });
+  if (userById(nk, p.userId) === null) return JSON.stringify({ revoked: true });
+  // And those of a banned one (accountGetId gives disableTime, unix seconds, only while banned):
+  // the module writes scores as the server, past the ban that ended the account's Nakama tokens.
+  // Stored as a logout is, so lifting the ban does not bring a session back, as in Nakama.
+  if (Number(nk.accountGetId(p.userId).disableTime || 0) > 0) {
+    storeRevocation(nk, p);
+    return JSON.stringify({ revoked: true });
+  }
+  return JSON.stringify({ revoked: false });
+}
+
+// The revocation of session `tid`: system-owned, naming its user; overwriting one is harmless.
+function storeRevocation(nk, p) {
+  nk.storageWrite([{
+    collection: REVOKED, key: String(p.tid), userId: SYSTEM_USER,
+    value: { userId: p.userId, exp: p.exp }, permissionRead: 0, permissionWrite: 0
+  }]);
 }
 
 // ---- hooks --------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ export class Api {
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Custom ID invalid, no spaces or control characters allowed.')
     if (Buffer.byteLength(id) < 6 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Custom ID invalid, must be 6-128 bytes.')
     const existing = [...this.state.users.values()].find((u) => u.customId === id)
-    if (existing) return { json: this.#session(existing, false, undefined, undefined, vars) }
+    if (existing) return { json: this.#session(notBanned(existing), false, undefined, undefined, vars) }
     if (!create) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(call.query.get('username') || undefined, { customId: id })
     return { json: this.#session(user, true, undefined, undefined, vars) }
@@ -93,7 +93,7 @@ export class Api {
     if (INVALID_ID.test(id)) throw new FakeError(3, 'Device ID invalid, no spaces or control characters allowed.')
     if (Buffer.byteLength(id) < 10 || Buffer.byteLength(id) > 128) throw new FakeError(3, 'Device ID invalid, must be 10-128 bytes.')
     const existing = [...this.state.users.values()].find((u) => u.deviceId === id)
-    if (existing) return { json: this.#session(existing, false, undefined, undefined, vars) }
+    if (existing) return { json: this.#session(notBanned(existing), false, undefined, undefined, vars) }
     if (!create) throw new FakeError(5, 'User account not found.')
     const user = this.state.createUser(call.query.get('username') || undefined, { deviceId: id })
     return { json: this.#session(user, true, undefined, undefined, vars) }
@@ -120,13 +120,13 @@ export class Api {
       if (username === '') throw new FakeError(3, 'Username is required when email address is not supplied.')
       const user = this.state.byUsername(username)
       if (!user) throw new FakeError(5, 'User account not found.')
-      if (user.password !== hash) throw new FakeError(16, 'Invalid credentials.')
+      if (notBanned(user).password !== hash) throw new FakeError(16, 'Invalid credentials.')
       return { json: this.#session(user, false, undefined, undefined, vars) }
     }
     const clean = email.toLowerCase()
     const existing = [...this.state.users.values()].find((u) => u.email === clean)
     if (existing) {
-      if (existing.password !== hash) throw new FakeError(16, 'Invalid credentials.')
+      if (notBanned(existing).password !== hash) throw new FakeError(16, 'Invalid credentials.')
       return { json: this.#session(existing, false, undefined, undefined, vars) }
     }
     if (!create) throw new FakeError(5, 'User account not found.')
@@ -143,6 +143,7 @@ export class Api {
     if (!claims || this.state.blacklist.refresh.has(claims.tid)) throw new FakeError(16, 'Refresh token invalid or expired.')
     const user = this.state.users.get(claims.uid)
     if (!user) throw new FakeError(5, 'User account not found.')
+    notBanned(user)
     const vrs = stringMap(body, 'vars') ?? claims.vrs
     return { json: this.#session(user, false, claims.tid, claims.iat, vrs) }
   }
@@ -259,6 +260,12 @@ export class Api {
     if (unwrap) return { raw: out, contentType: call.contentType ?? 'text/plain' }
     return { json: { payload: out } }
   }
+}
+
+/** A banned account is refused before its password is compared (nakama-api.md §1.1, §1.2: 403, code 7). */
+function notBanned(user: User): User {
+  if (user.disableTime) throw new FakeError(7, 'User account banned.')
+  return user
 }
 
 /** A `username` given to an authenticate call is checked before any lookup (nakama-api.md §1.1); an empty one means none. */

@@ -253,7 +253,13 @@ function createNk(state: FakeState, keys: TokenKeys) {
       uuid(id, 'user id')
       const u = state.users.get(id)
       if (!u) throw new Error('User account not found.')
-      return { user: jsUser(u), wallet: {}, email: u.email ?? '', customId: u.customId ?? '', devices: [], verifyTime: 0, disableTime: 0 }
+      // accountToJsObject (server/runtime_javascript_nakama.go): empty fields and unset times are
+      // left out; disableTime, in unix seconds, is there only for a banned account.
+      return {
+        user: jsUser(u), wallet: {},
+        ...(u.email ? { email: u.email } : {}), ...(u.deviceId ? { devices: [{ id: u.deviceId }] } : {}),
+        ...(u.customId ? { customId: u.customId } : {}), ...(u.disableTime ? { disableTime: u.disableTime } : {}),
+      }
     },
     accountUpdateId(id: string, username?: string | null, displayName?: string | null) {
       uuid(id, 'user id')

@@ -27,6 +27,8 @@ export interface User {
   timezone?: string
   createTime: number
   updateTime: number
+  /** When the account was banned (users.disable_time, unix seconds); absent is the epoch: not banned. */
+  disableTime?: number
 }
 
 /** A row of Nakama's storage table; `value` is JSON text, `version` its MD5 as in Nakama. */
@@ -108,6 +110,24 @@ export class FakeState {
       return
     }
     for (const [kind, tid] of removed) this.blacklist[kind].add(tid)
+  }
+
+  /**
+   * BanUsers (server/core_user.go): disable_time set to now, and the session cache's Ban, which
+   * invalidates every token of the user issued until now, of both kinds (server/session_cache.go),
+   * in memory only as any invalidation (nakama-api.md §1.3). Authenticating is then refused (§1.1).
+   */
+  ban(userId: string): void {
+    const user = this.users.get(userId)
+    if (!user) throw new FakeError(5, 'User account not found.')
+    user.disableTime = Math.floor(this.now() / 1000)
+    this.logOut(userId, [])
+  }
+
+  /** UnbanUsers: disable_time back to the epoch; the tokens the ban ended stay ended (Unban does nothing). */
+  unban(userId: string): void {
+    const user = this.users.get(userId)
+    if (user) delete user.disableTime
   }
 
   byUsername(username: string): User | undefined {

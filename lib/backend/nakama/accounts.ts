@@ -143,7 +143,7 @@ export class NakamaAccounts implements AccountPart {
     const claims = decodeClaims(refreshToken)
     const now = this.now()
     if (!claims || claims.exp * 1000 <= now) return null
-    return (await this.#revocations.isRevoked(claims.uid, claims.tid, now)) ? null : claims
+    return (await this.#revocations.isRevoked(claims.uid, claims.tid, claims.exp, now)) ? null : claims
   }
 
   /** Revoke in storage (every instance, survives Nakama restarts), then in Nakama's own cache. */

@@ -20,11 +20,14 @@ export class Revocations {
   readonly #cache = new Map<string, Entry>()
   constructor(readonly client: NakamaClient) {}
 
-  /** Whether the session `tid` of user `uid` has been logged out, on any instance. */
-  async isRevoked(uid: string, tid: string, now: number): Promise<boolean> {
+  /**
+   * Whether the session `tid` of user `uid` (expiring at `exp`, unix seconds) has been logged out
+   * on any instance, or its account deleted or banned in Nakama.
+   */
+  async isRevoked(uid: string, tid: string, exp: number, now: number): Promise<boolean> {
     const hit = this.#cache.get(tid)
     if (hit && hit.until > now) return hit.revoked
-    const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid }, RevokedAnswer, { idempotent: true })
+    const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid, exp }, RevokedAnswer, { idempotent: true })
     this.#remember(tid, { revoked: answer.revoked, until: now + ACTIVE_TTL_MS })
     return answer.revoked
   }

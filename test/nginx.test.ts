@@ -194,6 +194,7 @@ t.test('a body over 65,536 bytes is 413 PAYLOAD_TOO_LARGE in JSON through nginx,
       t.equal(res.headers['content-type'], direct.headers['content-type'], `${how}: ${direct.headers['content-type']}`)
       t.same(jsonOf(res.body), TOO_LARGE_BODY, `${how}: the contract's body, not nginx's HTML`)
       t.equal(res.headers.vary, 'Origin')
+      t.equal(res.headers['x-content-type-options'], 'nosniff', `${how}: nosniff, as every answer of the platform`)
       t.equal(res.headers['strict-transport-security'], 'max-age=63072000')
       const id = String(res.headers['x-request-id'])
       t.match(id, UUID, `${how}: an X-Request-Id shaped like the platform's`)
@@ -241,6 +242,7 @@ t.test('headers over 16 KiB are 431 HEADERS_TOO_LARGE in JSON through nginx, as 
     t.equal(res.headers['content-type'], direct.headers['content-type'])
     t.same(jsonOf(res.body), TOO_LARGE_HEADERS, `${name}: the contract's body, not nginx's HTML`)
     t.equal(res.headers.vary, 'Origin')
+    t.equal(res.headers['x-content-type-options'], 'nosniff', `${name}: nosniff`)
     const id = String(res.headers['x-request-id'])
     t.match(id, UUID)
     if (answeredBy === 'platform') {
@@ -366,4 +368,35 @@ t.test('the shipped site keeps terminal connections open for 86400 s and sends t
   t.ok(directives.includes('proxy_set_header Cookie "";'), 'the session cookie never reaches the bridge')
   t.ok(directives.includes('proxy_set_header Authorization "";'), 'nor an Authorization header')
   t.ok(directives.includes('access_log /var/log/nginx/playfield.access.log playfield_ticketless;'))
+})
+
+// Last: it stops the platform.
+t.test('with the platform down, /api/ and the ticket answer 503 BACKEND_UNAVAILABLE in JSON through nginx, a page answers HTML', async (t) => {
+  const before = await request('GET', `${BASE}/api/games`, { ca })
+  t.equal(before.status, 200)
+  t.same(await platform.stop(), { code: 0, signal: null })
+  const UNAVAILABLE = { error: 'the platform is not answering; try again shortly', code: 'BACKEND_UNAVAILABLE' }
+  for (const [method, path] of [['GET', '/api/games'], ['POST', '/api/auth/login'], ['POST', '/dev/terminal/ticket'], ['GET', '/api/leaderboards/x?limit=5']] as const) {
+    const res = await request(method, `${BASE}${path}`, { ca, headers: JSON_BODY, raw: method === 'POST' ? Buffer.from('{}') : undefined })
+    t.equal(res.status, 503, `${method} ${path}: 503`)
+    t.equal(res.headers['content-type'], 'application/json; charset=utf-8', `${method} ${path}: JSON`)
+    t.same(jsonOf(res.body), UNAVAILABLE, `${method} ${path}: the contract's body, not nginx's HTML`)
+    t.equal(res.headers['retry-after'], '5')
+    t.equal(res.headers['cache-control'], 'no-store')
+    t.equal(res.headers['x-content-type-options'], 'nosniff')
+    t.equal(res.headers.vary, 'Origin')
+    t.equal(res.headers['strict-transport-security'], 'max-age=63072000')
+    const id = String(res.headers['x-request-id'])
+    t.match(id, UUID)
+    t.ok(await nginxLogged(id), `${method} ${path}: its id in nginx's access log`)
+  }
+  for (const path of ['/dev/terminal', '/']) {
+    const page = await request('GET', `${BASE}${path}`, { ca })
+    t.equal(page.status, 503, `${path}: 503`)
+    t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+    t.match(page.body, /Playfield is not answering just now/)
+    t.equal(page.headers['retry-after'], '5')
+  }
+  const direct = await request('GET', `${BASE}/.playfield-nginx/unavailable-api`, { ca })
+  t.equal(direct.status, 404, 'the answer is internal: not a page of its own')
 })

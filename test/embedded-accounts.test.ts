@@ -84,3 +84,22 @@ t.test('an event window counts an event for windowMs and not a millisecond longe
   t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE - 1, MINUTE), [NOW + 1, NOW + 2], 'the last millisecond of the first one\'s minute')
   t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE, MINUTE), [NOW + 2], 'its minute has passed')
 })
+
+t.test('a logout deletes the revocations whose tokens have all expired, not only a restart: 30 days after it, once an hour', async (t) => {
+  const dataDir = tempDir()
+  const db = openDatabase(dataDir, ACCOUNT_MIGRATIONS)
+  t.teardown(() => db.close())
+  let now = NOW
+  const store = new AccountStore(db, loadPlatformConfig({ DATA_DIR: dataDir }), () => now)
+  const rows = () => db.prepare('SELECT revoked_at FROM revoked_sessions ORDER BY revoked_at').pluck().all()
+  const DAY = 86_400_000
+  await store.logout(await store.register('early', 'correct horse'))
+  now = NOW + 29 * DAY
+  await store.logout(await store.register('later', 'correct horse'))
+  t.same(rows(), [NOW, NOW + 29 * DAY], 'both kept while a token of either can still be alive')
+  now = NOW + 30 * DAY + 1
+  const last = await store.register('last', 'correct horse')
+  await store.logout(last)
+  t.same(rows(), [NOW + 29 * DAY, NOW + 30 * DAY + 1], "the first one's tokens have all expired: its row is gone")
+  await t.rejects(store.refresh(last.refreshToken), 'the revocations kept still hold')
+})

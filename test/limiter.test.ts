@@ -262,9 +262,11 @@ t.test('MemoryLimiter: its sweep of many keys forgets only buckets that are full
   const limiter = new MemoryLimiter({ capacity: 2, refill: 1, intervalMs: 1000 })
   limiter.take('spent', T0)
   limiter.take('spent', T0)
-  // Past 100,000 keys the limiter drops the buckets that hold no information; 'spent' still does.
+  limiter.take('half', T0)
+  // Past 100,000 keys the limiter drops the buckets that hold no information; 'spent' and 'half' still do.
   for (let i = 0; i < 100_001; i++) limiter.take(`k${i}`, T0)
   t.same(limiter.take('spent', T0 + 500), { bucket: { tokens: 0.5, updatedAt: T0 + 500 }, allowed: false, waitMs: 500 }, 'the emptied bucket is kept')
+  t.same(limiter.take('half', T0 + 500), { bucket: { tokens: 0.5, updatedAt: T0 + 500 }, allowed: true, waitMs: 0 }, 'the bucket with a token left is kept, not taken for a full one')
 })
 
 t.test('SigninLimit: a check woken for a place the backend then cannot answer passes the place on', async (t) => {

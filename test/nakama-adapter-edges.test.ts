@@ -4,7 +4,9 @@ import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
 import { RENAME_RULE } from '../lib/limiter.js'
 import type { Backend } from '../lib/backend/backend.js'
+import { NakamaClient } from '../lib/backend/nakama/client.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
+import { Revocations } from '../lib/backend/nakama/revocations.js'
 import { nakamaEnv } from './fake-nakama/env.js'
 import { signToken, type Claims } from './fake-nakama/jwt.js'
 import { decodeJwt, expectRejection } from './helpers/accounts.js'
@@ -236,4 +238,28 @@ t.test("logout ends the session token in Nakama's own cache through the module, 
   fake.intercept = null
   t.equal((await account()).status, 401, 'Nakama refuses the session token after')
   t.equal(await b.sessionActive(s.refreshToken, s.userId), false, 'and the platform the session')
+})
+
+t.test('the cache of session answers stays bounded: past its cap (50,000) it starts over, and a logged-out session is asked of Nakama again', async (t) => {
+  // Found by a soak audit: a logout was remembered until its session expired (30 days, say), and
+  // past 50,000 only lapsed answers were forgotten, so the map grew and each new answer scanned it.
+  const b = backend()
+  const out = await b.authenticateGuest()
+  await b.logout(out)
+  const { uid, tid, exp } = claims(out.refreshToken)
+  const cap = 1_000
+  const revocations = new Revocations(new NakamaClient(loadPlatformConfig({ ...nakamaEnv(fake), DATA_DIR: '/tmp' }).nakama!), cap)
+  const asked = () => calls('POST /v2/rpc/playfield_session_revoked')
+  // Answers given "10 days from now" do not lapse during the test, as logouts of long sessions would not.
+  const later = Date.now() + 10 * 86_400_000
+  const before = asked()
+  t.equal(await revocations.isRevoked(uid, tid, exp, later), true)
+  t.equal(await revocations.isRevoked(uid, tid, exp, later), true)
+  t.equal(asked(), before + 1, 'the second answer came from the cache')
+  for (let i = 0; i < cap; i += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, j) => revocations.isRevoked(uid, `other-${i + j}`, exp, later)))
+  }
+  t.equal(asked(), before + cap + 1)
+  t.equal(await revocations.isRevoked(uid, tid, exp, later), true, 'still logged out')
+  t.equal(asked(), before + cap + 2, 'asked of Nakama again: the cache had started over')
 })

@@ -9,6 +9,8 @@ const SESSION_TOKEN_TTL_MS = 3_600_000
 const REFRESH_TOKEN_TTL_MS = 30 * 86_400_000
 
 const MAX_CACHED_REVOCATIONS = 100_000
+/** How often a logout also deletes the revocations whose tokens have all expired. */
+const PURGE_INTERVAL_MS = 3_600_000
 
 /** The HS256 keys: session tokens and refresh tokens are signed with different keys (as Nakama does). */
 interface TokenKeys {
@@ -26,12 +28,16 @@ export class SessionIssuer {
   readonly #revoked = new Set<string>()
   readonly #isRevoked: Database.Statement<[string], number>
   readonly #revoke: Database.Statement<[string, number]>
+  readonly #purge: Database.Statement<[number]>
+  #purgedAt: number
 
   constructor(db: Database.Database, readonly keys: TokenKeys, readonly clock: () => number) {
     this.#isRevoked = db.prepare<[string], number>('SELECT 1 FROM revoked_sessions WHERE tid = ?').pluck()
     this.#revoke = db.prepare('INSERT OR IGNORE INTO revoked_sessions (tid, revoked_at) VALUES (?, ?)')
     // Every refresh token of a tid expires at most REFRESH_TOKEN_TTL_MS after the tid was revoked.
-    db.prepare('DELETE FROM revoked_sessions WHERE revoked_at < ?').run(clock() - REFRESH_TOKEN_TTL_MS)
+    this.#purge = db.prepare('DELETE FROM revoked_sessions WHERE revoked_at < ?')
+    this.#purgedAt = clock()
+    this.#purge.run(this.#purgedAt - REFRESH_TOKEN_TTL_MS)
     const recent = db.prepare('SELECT tid FROM revoked_sessions ORDER BY revoked_at DESC LIMIT ?').pluck().all(MAX_CACHED_REVOCATIONS) as string[]
     for (const tid of recent) this.#remember(tid)
   }
@@ -65,9 +71,15 @@ export class SessionIssuer {
     const fromSession = verifyToken(tokens.token, this.keys.session, 0)
     if (fromRefresh) tids.add(fromRefresh.tid)
     if (fromSession) tids.add(fromSession.tid)
+    const now = this.clock()
     for (const tid of tids) {
-      this.#revoke.run(tid, this.clock())
+      this.#revoke.run(tid, now)
       this.#remember(tid)
+    }
+    // Not only at start: a platform that runs for months would keep every logout's row.
+    if (now - this.#purgedAt >= PURGE_INTERVAL_MS) {
+      this.#purgedAt = now
+      this.#purge.run(now - REFRESH_TOKEN_TTL_MS)
     }
   }
 

@@ -3,7 +3,7 @@ import type { NakamaClient } from './client.js'
 
 /** How long a "not revoked" answer is trusted: a logout on another instance shows here within this. */
 const ACTIVE_TTL_MS = 1_000
-/** Past this many remembered sessions, forget the ones whose answer has lapsed. */
+/** Past this many remembered sessions, forget the ones whose answer has lapsed, or all. */
 const MAX_ENTRIES = 50_000
 
 interface Entry {
@@ -18,7 +18,8 @@ interface Entry {
  */
 export class Revocations {
   readonly #cache = new Map<string, Entry>()
-  constructor(readonly client: NakamaClient) {}
+  /** `maxEntries`: past this many remembered sessions, forget lapsed answers, or all. */
+  constructor(readonly client: NakamaClient, readonly maxEntries = MAX_ENTRIES) {}
 
   /**
    * Whether the session `tid` of user `uid` (expiring at `exp`, unix seconds) has been logged out
@@ -42,8 +43,11 @@ export class Revocations {
 
   #remember(tid: string, entry: Entry): void {
     this.#cache.set(tid, entry)
-    if (this.#cache.size <= MAX_ENTRIES) return
+    if (this.#cache.size <= this.maxEntries) return
     const now = Date.now()
     for (const [key, value] of this.#cache) if (value.until <= now) this.#cache.delete(key)
+    // A logout is remembered until its session expires (30 days, say), and Nakama's storage has
+    // them all: start over rather than grow, and sweep at most once per maxEntries / 2 answers.
+    if (this.#cache.size > this.maxEntries / 2) this.#cache.clear()
   }
 }

@@ -103,3 +103,20 @@ t.test('a logout deletes the revocations whose tokens have all expired, not only
   t.same(rows(), [NOW + 29 * DAY, NOW + 30 * DAY + 1], "the first one's tokens have all expired: its row is gone")
   await t.rejects(store.refresh(last.refreshToken), 'the revocations kept still hold')
 })
+
+t.test('a logout in one process ends the session in another on the same file at once, though that one had already seen it active', async (t) => {
+  // Two backends on one file are two platform processes; each keeps revocations it has seen in memory.
+  const config = loadPlatformConfig({ DATA_DIR: tempDir() })
+  const a = createEmbeddedBackend(config)
+  const b = createEmbeddedBackend(config)
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  const session = await a.register('two_procs', 'correct horse')
+  t.equal(await b.sessionActive(session.refreshToken, session.userId), true)
+  await a.logout(session)
+  t.equal(await b.sessionActive(session.refreshToken, session.userId), false, 'read from the file, not from memory')
+  await t.rejects(b.refresh(session.refreshToken), { code: 'NO_SESSION' })
+  t.equal(await a.sessionActive(session.refreshToken, session.userId), false)
+})

@@ -15,6 +15,8 @@ function checkAll(t: Test, index: RankIndex<RankKey>, model: Map<string, RankKey
   const all = index.page(null, sorted.length + 1)
   t.same(all.entries.map((e) => e.key.ownerId), sorted.map((k) => k.ownerId), `${label}: full page in order`)
   t.equal(all.more, false, `${label}: nothing after the last page`)
+  t.equal(index.page(null, sorted.length).more, false, `${label}: a page that ends on the last key has nothing after it`)
+  if (sorted.length > 0) t.equal(index.page(null, sorted.length - 1).more, true, `${label}: one short of the last key, more`)
   const paged: string[] = []
   let after: RankKey | null = null
   for (;;) {

@@ -96,6 +96,7 @@ t.test('a developer gets the page and tickets; the grant and the revoke work at 
   const before = Date.now()
   const res = await dev.post('/dev/terminal/ticket')
   t.equal(res.status, 200)
+  t.equal(res.headers.get('cache-control'), 'no-store', 'a one-use credential is kept by no cache')
   const answer = await res.json() as Record<string, unknown>
   t.same(Object.keys(answer).sort(), ['expiresAt', 'success', 'ticket'])
   t.equal(answer.success, true)

@@ -181,6 +181,17 @@ t.test('bad submissions change nothing in Nakama; launches are recorded there', 
   t.match(JSON.parse(object!.value), { userId: id, gameId: 'fixture-boards', time: Number })
 })
 
+t.test('a board Nakama has and the catalogue does not name takes no score: 404 LEADERBOARD_NOT_FOUND, nothing written', onFake, async (t) => {
+  // Another tool (or an older catalogue) created it; the platform writes only to boards it serves.
+  const board = name('outside')
+  fake!.runtime.nk.leaderboardCreate(board, false, 'desc', 'best', null, {}, true)
+  const { client, id } = await register(a, name('outsider'))
+  const res = await client.post('/api/leaderboards/submit', { leaderboardId: board, score: 5 })
+  t.equal(res.status, 404)
+  t.same(await res.json(), { error: `no leaderboard "${board}"`, code: 'LEADERBOARD_NOT_FOUND' })
+  t.same(fake!.state.leaderboards.list(board, [id], undefined, '', 0, Date.now()).ownerRecords, [], 'no record in Nakama')
+})
+
 t.test("a user's own backend token can neither call the module's RPCs nor rename itself through Nakama", async (t) => {
   const { client, id } = await register(a, name('evil'))
   const { token } = await json(await client.get('/api/auth/backend-token'))

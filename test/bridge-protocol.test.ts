@@ -201,6 +201,37 @@ t.test('a frame over 1 MiB closes the connection with 1009', async (t) => {
   t.equal((await c.whenClosed()).code, 1009)
 })
 
+t.test('a frame of 1 MiB and one byte is over the limit: 1009', async (t) => {
+  const c = await connect(bridge.port)
+  t.teardown(() => c.ws.terminate())
+  const over = '{"type":"kill"' + ' '.repeat(1024 * 1024 - 14) + '}'
+  t.equal(Buffer.byteLength(over), 1024 * 1024 + 1)
+  c.send(over)
+  t.equal((await c.whenClosed(30_000)).code, 1009)
+  t.same(c.frames, [], 'the frame was not read')
+})
+
+t.test('input counts as waiting only until the shell has read it: 1.8 MB typed in three frames into a program that reads is all taken', async (t) => {
+  const c = await connect(bridge.port)
+  t.teardown(() => c.ws.terminate())
+  c.send({ type: 'create' })
+  await c.frame('created')
+  await c.run('stty -icanon -echo')
+  const at = c.frames.length
+  c.send({ type: 'input', data: 'cat >/dev/null\r' })
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    c.send({ type: 'input', data: 'x'.repeat(600_000) })
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  const mark = c.output.length
+  c.send({ type: 'input', data: '\x03' })
+  // Ctrl-C flushes the terminal's input queue: the next command waits for the prompt.
+  await c.until(() => c.output.indexOf('$ ', mark) >= 0, 10_000, 'the prompt after Ctrl-C')
+  t.match(await c.run('echo read'), /^read/, 'the shell takes input after it')
+  t.same(c.frames.slice(at).filter((f) => f.type === 'error'), [], 'no input refused (1 MiB is what may wait unread, not what may be typed)')
+})
+
 t.test('a frame of exactly 1 MiB is not over the limit: it is read and answered, and the connection stays', async (t) => {
   const c = await connect(bridge.port)
   // Padded with JSON whitespace to 1,048,576 bytes: answered like any kill before create.

@@ -49,6 +49,15 @@ t.test('long runs of multi-byte characters arrive whole, without U+FFFD', async 
   c.ws.close()
 })
 
+t.test('a character cut short by the end of the output arrives as U+FFFD before exit, not dropped', async (t) => {
+  const c = await shell()
+  t.teardown(() => c.ws.terminate())
+  // exec: the shell's own "logout" would follow the cut character and complete its decoding.
+  c.send({ type: 'input', data: "exec printf 'cut:\\342\\202'\r" })
+  t.match(await c.frame('exit', 0, 10_000), { type: 'exit', code: 0 })
+  t.match(c.output, /cut:\uFFFD$/, 'the two bytes of a three-byte character are one U+FFFD at the end')
+})
+
 t.test('every byte of a fast command reaches the client before exit: `seq 1 2000000; exit`, 10 runs of 10', async (t) => {
   const c = await connect(bridge.port)
   const expected = seqChars(2_000_000)

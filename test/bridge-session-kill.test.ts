@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process'
 import t from 'tap'
-import { endSession } from '../lib/bridge/session-kill.js'
+import { endSession, KILL_GRACE_MS } from '../lib/bridge/session-kill.js'
 
 /** A session led by a bash running `script`, and how it ended. */
 function session(script: string): { pid: number; ended: Promise<NodeJS.Signals | null> } {
@@ -67,4 +67,8 @@ t.test('a stopped process gets SIGCONT with its SIGHUP, so its handler runs and 
   await endSession(s.pid, 1_000)
   t.equal(await s.ended, null, 'it exited by its handler (exit 0), not killed')
   t.same(await left(s.pid), [], 'nothing of the session is left')
+})
+
+t.test('the grace between SIGHUP and SIGKILL is the 2 s the terminal issue gives (the other tests pass their own)', async (t) => {
+  t.equal(KILL_GRACE_MS, 2_000)
 })

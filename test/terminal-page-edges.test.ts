@@ -220,6 +220,18 @@ t.test('a paste whose frame is one byte over 1 MiB is not sent', async (t) => {
   await page.context().close()
 })
 
+t.test('a paste whose frame is exactly 1 MiB is sent, and the shell reads all of it', async (t) => {
+  const { page, sizes } = await shellPage(stack, 'edge_paste_exact')
+  // A reader of exactly the paste's bytes, without echo or a line limit: the megabyte costs no screen.
+  await page.evaluate(() => term.input("stty -echo -icanon; head -c 1048550 >/dev/null; echo READ'-'ALL\r", true))
+  await waitForScreen(page, /READ'-'ALL/)
+  await page.evaluate((n) => term.input('y'.repeat(n), true), 1024 * 1024 - 26)
+  await waitForScreen(page, /READ-ALL/, 30_000)
+  t.ok(sizes.includes(1024 * 1024), 'one frame of 1,048,576 bytes went out')
+  t.notMatch(await status(page), /not sent/)
+  await page.context().close()
+})
+
 t.test('greeted by a profile, then a second before the prompt', async (t) => {
   const own = await ownPair(t, stack, { SHELL: shellScript(t, 'echo welcome-aboard\nsleep 1\nexec /bin/bash "$@"\n') })
 

@@ -1,4 +1,5 @@
 import t from 'tap'
+import type { Page } from 'playwright-core'
 import { runUsersOk } from './helpers/platform.js'
 import { buffer, heldTicketPage, holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 import { NO_FORKS, until } from './helpers/terminal.js'
@@ -22,10 +23,30 @@ declare const term: {
   rows: number
   input(data: string, wasUserInput?: boolean): void
   paste(text: string): void
+  write(data: string, callback?: () => void): void
 }
 
 const stack = await startBrowserStack()
 const { browser, dataDir, origin } = stack
+
+/**
+ * Output characters the page's sockets receive, and those it acknowledges (CONTRACT §6: `ack`
+ * counts output characters), counted from the page's next WebSocket on.
+ */
+function countAcks(page: Page): { output: number; acked: number } {
+  const counts = { output: 0, acked: 0 }
+  page.on('websocket', (socket) => {
+    socket.on('framereceived', (frame) => {
+      const f = JSON.parse(String(frame.payload)) as { type: string; data?: string }
+      if (f.type === 'output') counts.output += f.data!.length
+    })
+    socket.on('framesent', (frame) => {
+      const f = JSON.parse(String(frame.payload)) as { type: string; bytes?: number }
+      if (f.type === 'ack') counts.acked += f.bytes!
+    })
+  })
+  return counts
+}
 
 const LIMIT_REACHED = 'connection limit reached: too many terminals are open; close one, then reconnect'
 
@@ -184,18 +205,7 @@ t.test('keys typed before the shell up to 65,536 units, exactly, all wait for it
 
 t.test('output past the bridge\'s 1 MiB ack window reaches the screen: the page acknowledges what it renders', async (t) => {
   const page = await signedIn(stack, 'edge_flood', true)
-  // Output characters received, and acknowledged (CONTRACT §6: `ack` counts output characters).
-  const counts = { output: 0, acked: 0 }
-  page.on('websocket', (socket) => {
-    socket.on('framereceived', (frame) => {
-      const f = JSON.parse(String(frame.payload)) as { type: string; data?: string }
-      if (f.type === 'output') counts.output += f.data!.length
-    })
-    socket.on('framesent', (frame) => {
-      const f = JSON.parse(String(frame.payload)) as { type: string; bytes?: number }
-      if (f.type === 'ack') counts.acked += f.bytes!
-    })
-  })
+  const counts = countAcks(page)
   await page.goto(`${origin}/dev/terminal`)
   await waitForStatus(page, /^connected: shell [0-9]+$/)
   await page.locator('.xterm').click()
@@ -206,6 +216,40 @@ t.test('output past the bridge\'s 1 MiB ack window reaches the screen: the page 
   // The acks for what is on screen follow its rendering.
   await until(() => counts.acked === counts.output, 15_000, `acks for all output (${counts.acked} of ${counts.output})`)
   t.equal(counts.acked, counts.output, 'every output character acknowledged, none twice')
+  await page.context().close()
+})
+
+t.test('the page acknowledges output once xterm has written it, not when it arrives', async (t) => {
+  const page = await signedIn(stack, 'edge_ack_written', true)
+  const counts = countAcks(page)
+  await page.goto(`${origin}/dev/terminal`)
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  await until(() => counts.acked === counts.output, 15_000, 'the prompt acknowledged')
+  // xterm's write callbacks are held from here: the text is written to the screen, and the page is
+  // told so only when the test lets the callbacks run.
+  await page.evaluate(() => {
+    const held: Array<() => void> = []
+    const write = term.write.bind(term)
+    term.write = (data, done) => write(data, done && (() => held.push(done)))
+    Object.assign(globalThis, { heldWrites: held, unhold: () => (term.write = write) })
+  })
+  const before = { ...counts }
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo held-$((3+4))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /held-7/)
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  t.ok(counts.output > before.output, 'the echo and its output came')
+  t.equal(counts.acked, before.acked, 'nothing acknowledged while xterm has not reported it written')
+  const held = await page.evaluate(() => (globalThis as unknown as { heldWrites: unknown[] }).heldWrites.length)
+  t.ok(held > 0, `xterm wrote ${held} frames whose callbacks wait`)
+  await page.evaluate(() => {
+    const { heldWrites, unhold } = globalThis as unknown as { heldWrites: Array<() => void>; unhold: () => void }
+    unhold()
+    for (const done of heldWrites.splice(0)) done()
+  })
+  await until(() => counts.acked === counts.output, 15_000, `acks once written (${counts.acked} of ${counts.output})`)
+  t.equal(counts.acked, counts.output, 'then every character is acknowledged, once')
   await page.context().close()
 })
 

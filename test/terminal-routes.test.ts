@@ -4,11 +4,12 @@ import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { Client, ROOT, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { alive, maskedText, ORIGIN, startBridge, TermClient, until, upgradeAnswer, upgradeStatus } from './helpers/terminal.js'
 import { expectError } from './helpers/accounts.js'
-import { rawExchange } from './helpers/raw-http.js'
+import { rawExchange, rawRequest } from './helpers/raw-http.js'
 import { WebSocket } from 'ws'
 
 interface Product {
@@ -245,6 +246,35 @@ t.test('the page\'s assets come from the installed packages', async (t) => {
   }
   t.equal((await fetch(`${base}/dev/terminal/assets/package.json`)).status, 404)
   t.equal((await fetch(`${base}/dev/terminal/assets/..%2F..%2Fpackage.json`)).status, 404)
+})
+
+t.test('a slow network gets the assets compressed: brotli or gzip as accepted, the same bytes, one ETag each, 304 to any', async (t) => {
+  for (const [name, [file]] of Object.entries(ASSET_FILES)) {
+    const local = readFileSync(path.join(ROOT, file))
+    const target = `/dev/terminal/assets/${name}`
+    const identity = await rawRequest(base, 'GET', target)
+    t.equal(identity.headers['content-encoding'], undefined, `${name}: as is without Accept-Encoding`)
+    t.same(identity.body, local)
+    const gz = await rawRequest(base, 'GET', target, { 'accept-encoding': 'gzip' })
+    t.equal(gz.headers['content-encoding'], 'gzip', `${name}: gzip`)
+    t.same(gunzipSync(gz.body), local)
+    const br = await rawRequest(base, 'GET', target, { 'accept-encoding': 'gzip, deflate, br, zstd' })
+    t.equal(br.headers['content-encoding'], 'br', `${name}: brotli, as chromium asks`)
+    t.same(brotliDecompressSync(br.body), local)
+    for (const res of [identity, gz, br]) {
+      t.equal(res.headers['vary'], 'Accept-Encoding')
+      t.equal(res.headers['content-length'], String(res.body.length))
+    }
+    t.equal(new Set([identity, gz, br].map((r) => r.headers['etag'])).size, 3, `${name}: an ETag per encoding`)
+    const again = await rawRequest(base, 'GET', target, { 'accept-encoding': 'br', 'if-none-match': gz.headers['etag']! })
+    t.equal(again.status, 304, `${name}: revalidated by any of its tags`)
+    t.equal(again.body.length, 0)
+    if (name === 'xterm.js') t.ok(br.body.length * 4 < local.length, `xterm.js: ${local.length} bytes, ${gz.body.length} in gzip, ${br.body.length} in brotli`)
+  }
+  const head = await rawRequest(base, 'HEAD', '/dev/terminal/assets/xterm.js', { 'accept-encoding': 'gzip' })
+  t.equal(head.status, 200)
+  t.equal(head.headers['content-encoding'], 'gzip', 'HEAD: the headers GET would send')
+  t.equal(head.body.length, 0)
 })
 
 const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widths.js'), 'utf8')

@@ -112,7 +112,7 @@ export function buildCatalogue(inputs: ManifestFile[], now: number): BuildResult
     catalogue: {
       games,
       leaderboards,
-      list: new Representation({ success: true, games: [...games.values()] }, { best: true, eager: true }),
+      list: Representation.json({ success: true, games: [...games.values()] }, { best: true, eager: true }),
       detail: (id, at) => details.get(id, at),
     },
   }

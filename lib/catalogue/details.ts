@@ -26,7 +26,7 @@ function serializeDetail(source: DetailSource, now: number): Representation {
       nextResetAt: next === null ? null : new Date(next).toISOString(),
     }
   }
-  return new Representation({ success: true, ...source.game, leaderboardDetails }, { expiresAt })
+  return Representation.json({ success: true, ...source.game, leaderboardDetails }, { expiresAt })
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { noneMatchHits } from '../http/etag.js'
 import type { Representation, Variant } from './serialize.js'
 
 // Preference among equal q-values: smallest bytes first.
@@ -46,4 +48,27 @@ function choose(accept: string): Coding {
     }
   }
   return best
+}
+
+/**
+ * Answer with the variant of `rep` the request accepts, or 304 when its If-None-Match names any of
+ * them (each encoding stands for the same content). `vary` names Accept-Encoding and any header
+ * the caller's answer depends on too. HEAD: node sends the headers, Content-Length included.
+ */
+export function replyNegotiated(
+  req: IncomingMessage,
+  res: ServerResponse,
+  rep: Representation,
+  answer: { type: string; vary: string; cacheControl: string },
+): void {
+  const variant = pickVariant(rep, req.headers['accept-encoding'])
+  // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
+  const headers = ['vary', answer.vary, 'etag', variant.etag, 'cache-control', answer.cacheControl]
+  if (noneMatchHits(req.headers['if-none-match'], rep.tags)) {
+    res.writeHead(304, headers).end()
+    return
+  }
+  headers.push('content-type', answer.type, 'content-length', variant.length)
+  if (variant.encoding !== 'identity') headers.push('content-encoding', variant.encoding)
+  res.writeHead(200, headers).end(req.method === 'HEAD' ? undefined : variant.body)
 }

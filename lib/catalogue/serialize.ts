@@ -11,6 +11,14 @@ export interface Variant {
   readonly encoding: 'identity' | 'gzip' | 'br'
 }
 
+interface RepresentationOptions {
+  /** Compress at the best levels (below 256 KiB). */
+  best?: boolean
+  /** Compress both variants now rather than at the first request for each. */
+  eager?: boolean
+  expiresAt?: number
+}
+
 /**
  * Brotli's best quality (11) costs ~5 ms even for a 3 KB body and ~1 ms per 10 KB beyond: the list
  * of a normal catalogue gets it; details and the list of a generated catalogue of thousands get
@@ -19,10 +27,11 @@ export interface Variant {
 const BEST_BELOW_BYTES = 256 * 1024
 
 /**
- * A JSON response serialized once per catalogue load into bytes, with a strong ETag and gzip and
- * brotli variants. `eager` compresses at once (the list); otherwise each variant is compressed by
- * the first request that asks for it and kept (details: compressing 1,000 of them at load would
- * take most of the one-second start-up budget, and most are rarely asked for in every encoding).
+ * A response's bytes, made once (a JSON answer per catalogue load, a file of the terminal page per
+ * process), with a strong ETag and gzip and brotli variants. `eager` compresses at once (the
+ * list); otherwise each variant is compressed by the first request that asks for it and kept
+ * (details: compressing 1,000 of them at load would take most of the one-second start-up budget,
+ * and most are rarely asked for in every encoding).
  */
 export class Representation {
   readonly identity: Variant
@@ -35,8 +44,12 @@ export class Representation {
   #gzip: Variant | undefined
   #br: Variant | undefined
 
-  constructor(value: unknown, options: { best?: boolean; eager?: boolean; expiresAt?: number } = {}) {
-    const body = Buffer.from(JSON.stringify(value))
+  /** A JSON value's representation. */
+  static json(value: unknown, options: RepresentationOptions = {}): Representation {
+    return new Representation(Buffer.from(JSON.stringify(value)), options)
+  }
+
+  constructor(body: Buffer, options: RepresentationOptions = {}) {
     this.#best = options.best === true && body.length < BEST_BELOW_BYTES
     this.#hash = createHash('sha256').update(body).digest('base64url').slice(0, 27)
     this.identity = { body, length: String(body.length), etag: `"${this.#hash}"`, encoding: 'identity' }

@@ -1,8 +1,7 @@
 import type { Router, RouteContext } from '../http/router.js'
 import { gameNotFound } from '../backend/refusals.js'
 import type { Representation } from '../catalogue/serialize.js'
-import { pickVariant } from '../catalogue/negotiate.js'
-import { noneMatchHits } from '../http/etag.js'
+import { replyNegotiated } from '../catalogue/negotiate.js'
 import type { App } from './app.js'
 
 /**
@@ -12,6 +11,7 @@ import type { App } from './app.js'
 const MAX_AGE_S = 60
 const VARY = 'Origin, Accept-Encoding'
 const CACHE_CONTROL = cacheControl(MAX_AGE_S)
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** GET /api/games and GET /api/games/{id}: pick pre-serialized bytes, never serialize per request. */
 export function gameRoutes(router: Router, app: App): void {
@@ -30,20 +30,9 @@ export function gameRoutes(router: Router, app: App): void {
 
 /** `now` is asked only for a representation that expires: the list, the hottest route, reads no clock. */
 function send({ req, res }: RouteContext, rep: Representation, now: () => number): void {
-  const variant = pickVariant(rep, req.headers['accept-encoding'])
   const caching =
     rep.expiresAt === Infinity ? CACHE_CONTROL : cacheControl(Math.max(0, Math.min(MAX_AGE_S, Math.floor((rep.expiresAt - now()) / 1000))))
-  // One flat header list for writeHead: the server's response class adds X-Request-Id to it.
-  const headers = ['vary', VARY, 'etag', variant.etag, 'cache-control', caching]
-  // Any of the representation's encodings stands for the same content: a tag of any is current.
-  if (noneMatchHits(req.headers['if-none-match'], rep.tags)) {
-    res.writeHead(304, headers).end()
-    return
-  }
-  headers.push('content-type', 'application/json; charset=utf-8', 'content-length', variant.length)
-  if (variant.encoding !== 'identity') headers.push('content-encoding', variant.encoding)
-  // HEAD: node sends the headers (Content-Length included) and drops the body.
-  res.writeHead(200, headers).end(variant.body)
+  replyNegotiated(req, res, rep, { type: JSON_TYPE, vary: VARY, cacheControl: caching })
 }
 
 function cacheControl(maxAge: number): string {

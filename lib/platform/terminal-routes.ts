@@ -1,3 +1,4 @@
+import { replyNegotiated } from '../catalogue/negotiate.js'
 import { readIgnoredBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
 import { html, json, NO_STORE } from '../http/reply.js'
@@ -34,14 +35,13 @@ export function terminalRoutes(router: Router, app: App): void {
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {
     const asset = Object.hasOwn(ASSETS, ctx.params.name!) ? ASSETS[ctx.params.name!]! : null
     if (!asset) throw new HttpError(404, 'NOT_FOUND', 'no such asset')
-    const { body, version } = assetContent(asset.file)
-    ctx.res.writeHead(200, {
-      'content-type': `${asset.type}; charset=utf-8`,
-      'content-length': body.length,
+    const { rep, version } = assetContent(asset.file)
+    replyNegotiated(ctx.req, ctx.res, rep, {
+      type: `${asset.type}; charset=utf-8`,
+      vary: 'Accept-Encoding',
       // The URL the page names carries the content's version: that one never changes. Any other
       // (no version, or one from before an upgrade) is checked again at each use.
-      'cache-control': ctx.url.searchParams.get('v') === version ? 'public, max-age=31536000, immutable' : 'no-cache',
+      cacheControl: ctx.url.searchParams.get('v') === version ? 'public, max-age=31536000, immutable' : 'no-cache',
     })
-    ctx.res.end(ctx.req.method === 'HEAD' ? undefined : body)
   })
 }

@@ -69,6 +69,27 @@ t.test('a rename in one process between another process\'s decision on a score a
   })
 })
 
+t.test('an account registered before register refused control characters still signs in with its password after an upgrade', async (t) => {
+  // Register took a tab in a password until 2026-11-21 (06d2902): such an account, written as that
+  // version wrote it (the backend hashes what the route passes), then the platform of today.
+  const dataDir = tempDir()
+  const old = createEmbeddedBackend(loadPlatformConfig({ DATA_DIR: dataDir }))
+  await old.register('tab_user', 'tab\there-password')
+  await old.register('nul_user', 'a-password\u0000in-it')
+  await old.close()
+  const platform = await startPlatform({ dataDir })
+  t.teardown(() => platform.stop())
+  const login = (username: string, password: string): Promise<Response> =>
+    fetch(`${platform.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) })
+  const res = await login('tab_user', 'tab\there-password')
+  t.equal(res.status, 200, 'the tab password signs in')
+  t.match(await res.json(), { success: true, user: { username: 'tab_user' } })
+  t.equal((await login('nul_user', 'a-password\u0000in-it')).status, 200, 'so does one with a NUL inside it')
+  // What would open an account under another spelling stays a wrong password, without the hash.
+  t.equal((await login('tab_user', 'tab\there-password\u0000')).status, 401, 'a trailing NUL (HMAC pads the key with NULs)')
+  t.equal((await login('tab_user', 'tab here-password')).status, 401, 'a space for the tab')
+})
+
 // The sign-in limit's failures (CONTRACT §2: 429 "until the minute has passed"): an event counts
 // for exactly windowMs after it, and a window keeps only its latest `keep` events.
 t.test('an event window counts an event for windowMs and not a millisecond longer, and keeps the latest `keep`', async (t) => {

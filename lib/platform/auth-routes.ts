@@ -6,7 +6,7 @@ import { invalidCredentials, noSession } from '../backend/refusals.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
-import { isPasswordText, LoginBody, RegisterBody } from './schemas.js'
+import { LoginBody, mayBeOwnPassword, RegisterBody } from './schemas.js'
 import { activeSession, renamedState, requireSession, sessionCookie, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
@@ -83,8 +83,8 @@ export function authRoutes(router: Router, app: App): void {
     await refuseLimited(addressBlock(ctx.ip))
     const { username, password } = check(LoginBody, nfcPassword(await readJson(ctx.req)))
     await signIn(ctx, async () => {
-      // No account can have such a password (register refuses it): a wrong credential, counted.
-      if (!isPasswordText(password)) throw invalidCredentials()
+      // Another password's second spelling: a wrong credential, counted.
+      if (!mayBeOwnPassword(password)) throw invalidCredentials()
       return app.backend.login(username, password)
     }, 'login')
   })

@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
-import { readFileSync } from 'node:fs'
+import { cpSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
@@ -275,6 +275,26 @@ t.test('a slow network gets the assets compressed: brotli or gzip as accepted, t
   t.equal(head.status, 200)
   t.equal(head.headers['content-encoding'], 'gzip', 'HEAD: the headers GET would send')
   t.equal(head.body.length, 0)
+})
+
+t.test('the page\'s files are read at the start: a file gone later (npm ci under a running platform) is still served; an install without one does not start', async (t) => {
+  // A copy of the product (its built code and the page's files; node_modules shared) whose files
+  // the test may take away.
+  const copy = tempDir()
+  for (const dir of ['dist/bin', 'dist/lib', 'lib/platform/terminal-page']) cpSync(path.join(ROOT, dir), path.join(copy, dir), { recursive: true })
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'))
+  const script = path.join(copy, 'dist/bin/platform.js')
+  const page = path.join(copy, 'lib/platform/terminal-page')
+  const platform = await startPlatform({ script })
+  t.teardown(() => platform.stop())
+  for (const name of ['terminal.js', 'signin.js']) rmSync(path.join(page, name))
+  for (const name of ['terminal.js', 'signin.js']) {
+    const res = await fetch(`${platform.url}/dev/terminal/assets/${name}`)
+    t.equal(res.status, 200, `${name}, taken away after the start`)
+    t.same(Buffer.from(await res.arrayBuffer()), readFileSync(path.join(ROOT, 'lib/platform/terminal-page', name)), 'as it was at the start')
+  }
+  const refused = await startPlatform({ script }).then(async (started) => (await started.stop(), new Error('started')), (err: Error) => err)
+  t.match(refused.message, /^process exited \(1\) before ready: platform: cannot start: ENOENT: no such file or directory, open '[^']*terminal-page\/terminal\.js'\n$/, 'a start without it: one line, exit 1')
 })
 
 const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widths.js'), 'utf8')

@@ -12,6 +12,9 @@ import { assetContent, ASSETS, PAGE_HEADERS, refusalPage, terminalPage } from '.
 /** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
 export function terminalRoutes(router: Router, app: App): void {
   const ticketKeys = loadSecret(app.config.dataDir, 'terminal-ticket-secret', app.config.ticketSecret)
+  // Every file of the page read now, at the start: an install without one does not start, and
+  // `npm ci` under a running platform (an upgrade) changes nothing it serves until the restart.
+  for (const asset of Object.values(ASSETS)) assetContent(asset.file)
 
   router.add('GET', '/dev/terminal', async (ctx) => {
     const gate = await checkDevGate(app, ctx)

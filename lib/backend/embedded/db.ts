@@ -31,7 +31,7 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
   let db: Database.Database | undefined
   try {
     db = new Database(file)
-    prepare(db, migrations)
+    prepare(db, file, migrations)
     return db
   } catch (err) {
     db?.close()
@@ -48,7 +48,7 @@ export function openDatabase(dataDir: string, migrations: readonly Migration[]):
 const UNUSABLE = /^SQLITE_(NOTADB|CANTOPEN|READONLY|PERM|AUTH|CORRUPT)/
 
 /** Settings and migrations of a newly opened database. */
-function prepare(db: Database.Database, migrations: readonly Migration[]): void {
+function prepare(db: Database.Database, file: string, migrations: readonly Migration[]): void {
   // First, so that everything below waits for another process opening the same file.
   db.pragma('busy_timeout = 5000')
   // Processes that open a new file together can get "database is locked" at once from the
@@ -66,7 +66,7 @@ function prepare(db: Database.Database, migrations: readonly Migration[]): void 
   // a million-record leaderboard, so a write rarely reads a page back from the OS.
   db.pragma('wal_autocheckpoint = 10000')
   db.pragma('cache_size = -65536')
-  untilNotBusy(() => migrate(db, migrations))
+  untilNotBusy(() => migrate(db, file, migrations))
   // A write, even with every migration applied: a file this account can read but not write
   // (mode 0400) is found here, as a config error, not at the first request that writes. Any other
   // failure of it (a full disk) is no reason not to start: reads are served, writes answer 500.
@@ -94,8 +94,16 @@ function untilNotBusy(step: () => void): void {
 const BUSY_RETRY_MS = 5_000
 const pause = new Int32Array(new SharedArrayBuffer(4))
 
-function migrate(db: Database.Database, migrations: readonly Migration[]): void {
+function migrate(db: Database.Database, file: string, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  // A file a newer version has migrated (a downgrade): its data may not mean what this version's
+  // code reads it as, so it is not opened, rather than served and written wrongly.
+  const known = new Set(migrations.map((step) => step.version))
+  const newer = (db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as Pick<Migration, 'version' | 'name'>[]).filter((step) => !known.has(step.version))
+  if (newer.length > 0) {
+    const steps = newer.map((step) => `${step.version} ${JSON.stringify(step.name)}`).join(', ')
+    throw new ConfigError(`DATA_DIR: the database ${JSON.stringify(file)} has schema changes this version does not know (${steps}), made by a newer Playfield; expected a DATA_DIR of this version or an older one (run the newer version, or restore the backup taken before it)`)
+  }
   const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
   for (const step of [...migrations].sort((a, b) => a.version - b.version)) {

@@ -52,6 +52,13 @@ export const OWNER_INDEX_SQL = 'CREATE INDEX leaderboard_records_owner ON leader
  */
 export const GENERATION_SQL = 'ALTER TABLE leaderboards ADD COLUMN generation INTEGER NOT NULL DEFAULT 0'
 
+/**
+ * Migration 203: migration 200 as first written (before 2026-11-21) made a score index, which
+ * doubles the cost of every write and serves no query (ranks come from memory). Databases made
+ * then lose it; any other has none.
+ */
+export const NO_SCORE_INDEX_SQL = 'DROP INDEX IF EXISTS leaderboard_records_rank'
+
 /** One record of a period as the rank index holds it; rows are read in this shape directly. */
 export interface RecordEntry {
   ownerId: string

@@ -6,13 +6,14 @@ import { applyOperator, MAX_SCORE } from '../../leaderboard.js'
 import { BoardMemory } from './board-memory.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { GroupCommit } from './group-commit.js'
-import { GENERATION_SQL, LEADERBOARD_SQL, OWNER_INDEX_SQL, prepareStatements, StaleRecord, storeRecord, toRecord, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
+import { GENERATION_SQL, LEADERBOARD_SQL, NO_SCORE_INDEX_SQL, OWNER_INDEX_SQL, prepareStatements, StaleRecord, storeRecord, toRecord, type RecordEntry as Entry, type Statements } from './leaderboard-sql.js'
 
 /** Schema of leaderboards, records and launches: versions 200-299 (accounts own 100-199). */
 export const LEADERBOARD_MIGRATIONS: Migration[] = [
   { version: 200, name: 'leaderboards, records, launches', sql: LEADERBOARD_SQL },
   { version: 201, name: 'records by owner', sql: OWNER_INDEX_SQL },
   { version: 202, name: 'board generations', sql: GENERATION_SQL },
+  { version: 203, name: 'no score index', sql: NO_SCORE_INDEX_SQL },
 ]
 
 /** Tries of a write in all: MAX_TRIES - 1 decided on memory (a lost race means another process wrote the record), then one in a transaction of its own. */

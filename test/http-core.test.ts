@@ -67,6 +67,9 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
   t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
   t.equal(page.headers['x-content-type-options'], 'nosniff', 'pages are taken as HTML, never sniffed')
   t.match(page.body.toString(), /^<!doctype html>.*404 no route for \/nothing-here/s)
+  // A page a phone shows at its width, in English, and no second request for /favicon.ico.
+  t.match(page.body.toString(), /^<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">/)
+  t.match(page.body.toString(), /<h1 style="overflow-wrap: anywhere">404 no route for \/nothing-here<\/h1>/, 'a long path wraps')
 })
 
 /** Send several requests on one kept-alive connection, one after the other; the answers' status lines, and whether it stayed open. */

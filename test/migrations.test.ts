@@ -73,7 +73,7 @@ t.test('a database a newer version has migrated is not opened: exit 2 and one li
   const file = path.join(dataDir, 'playfield.sqlite')
   const before = sql(dataDir, 'SELECT * FROM schema_migrations ORDER BY version')
   const line = `config: DATA_DIR: the database ${JSON.stringify(file)} has schema changes this version does not know (9001 "from the future"), made by a newer Playfield; expected a DATA_DIR of this version or an older one (run the newer version, or restore the backup taken before it)\n`
-  const refused = await startPlatform({ dataDir }).then(() => new Error('started'), (err: Error) => err)
+  const refused = await startPlatform({ dataDir }).then(async (started) => (await started.stop(), new Error('started')), (err: Error) => err)
   t.equal(refused.message, `process exited (2) before ready: ${line}`, 'the platform')
   const users = await runUsers({ DATA_DIR: dataDir }, 'grant', 'from_today', 'developer')
   t.same(users, { code: 2, stdout: '', stderr: line }, 'bin/platform users')

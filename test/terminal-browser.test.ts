@@ -455,6 +455,35 @@ t.test('signed out, the 401 page signs in: a wrong password is said, the right o
   await context.close()
 })
 
+t.test('the 401 page by keyboard: the name field has it at once, and Enter pressed twice sends one sign-in', async (t) => {
+  t.equal((await new Client(origin, origin).post('/api/auth/register', { username: 'browser_enter', password: 'correct horse battery' })).status, 200)
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'browser_enter', 'developer')
+  const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
+  const page = await context.newPage()
+  // The platform answers the first sign-in when the test lets it: a second Enter comes meanwhile.
+  let requests = 0
+  let release = (): void => undefined
+  const released = new Promise<void>((resolve) => (release = resolve))
+  await page.route('**/api/auth/login', async (route) => {
+    requests++
+    await released
+    await route.continue()
+  })
+  await page.goto(`${origin}/dev/terminal`)
+  t.equal(await page.evaluate(() => (document.activeElement as unknown as { name: string } | null)?.name), 'username', 'the name field has the keyboard')
+  await page.keyboard.type('browser_enter')
+  await page.keyboard.press('Tab')
+  await page.keyboard.type('correct horse battery')
+  await page.keyboard.press('Enter')
+  await page.waitForFunction(() => (document.querySelector('button[value=login]') as unknown as { disabled: boolean }).disabled, undefined, { timeout: 15_000 })
+  await page.keyboard.press('Enter')
+  await page.waitForTimeout(300)
+  const [res] = await Promise.all([page.waitForNavigation(), release()])
+  t.equal(res?.status(), 200, 'signed in, the terminal page')
+  t.equal(requests, 1, 'one sign-in sent')
+  await context.close()
+})
+
 t.test('the 401 page creates an account; without admission the 403 page signs out, back to the 401 page', async (t) => {
   const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
   const page = await context.newPage()

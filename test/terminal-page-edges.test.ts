@@ -12,7 +12,7 @@ import { NO_FORKS, until } from './helpers/terminal.js'
 declare const document: {
   getElementById(id: string): { textContent: string | null; hidden: boolean; className: string; click(): void } | null
   querySelector(selector: string): { textContent: string | null } | null
-  activeElement: { id: string } | null
+  activeElement: { id: string; className: string } | null
 }
 /** The page's WebSocket to the bridge (a top-level `let` of terminal.js). */
 declare const ws: { close(): void } | null
@@ -24,6 +24,7 @@ declare const term: {
   input(data: string, wasUserInput?: boolean): void
   paste(text: string): void
   write(data: string, callback?: () => void): void
+  options: { screenReaderMode: boolean }
 }
 
 const stack = await startBrowserStack()
@@ -112,6 +113,54 @@ t.test('with the keyboard alone: Enter on Reconnect, then keys typed while the n
   release()
   await waitForScreen(page, /back-10/)
   t.match(await status(page), /^connected: shell [0-9]+$/)
+  await page.context().close()
+})
+
+t.test('with the keyboard alone after an exit: Tab leaves the terminal, which takes no keys then, and comes back to New shell', async (t) => {
+  const { page } = await shellPage(stack, 'edge_exit_tab')
+  await page.locator('.xterm').click()
+  await page.keyboard.type('exit')
+  await page.keyboard.press('Enter')
+  await waitForOffer(page)
+  const focused = (): Promise<string | undefined> => page.evaluate(() => document.activeElement?.id || document.activeElement?.className)
+  t.equal(await focused(), 'reconnect', 'the button has the keyboard')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'screen-reader', 'then the screen reader box')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'xterm-helper-textarea', 'then the terminal')
+  await page.keyboard.press('Shift+Tab')
+  t.equal(await focused(), 'screen-reader', 'and out of it again')
+  await page.keyboard.press('Shift+Tab')
+  t.equal(await focused(), 'reconnect', 'back to New shell')
+  await page.keyboard.press('Enter')
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  // With a shell running, Tab is the shell's again (completion).
+  await page.keyboard.type('echo tab-$((2+2))')
+  await page.keyboard.press('Tab')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /tab-4/)
+  t.equal(await focused(), 'xterm-helper-textarea', 'the terminal kept the keyboard')
+  await page.context().close()
+})
+
+t.test('screen reader mode: the box turns on xterm\'s accessible output, and this browser remembers it', async (t) => {
+  const { page } = await shellPage(stack, 'edge_reader')
+  const accessible = (): Promise<string> => page.evaluate(() => document.querySelector('.xterm-accessibility-tree')?.textContent ?? '')
+  t.equal(await page.evaluate(() => term.options.screenReaderMode), false, 'off at first')
+  t.equal(await page.locator('.xterm-accessibility-tree').count(), 0, 'no accessible copy of the output')
+  await page.locator('#screen-reader').check()
+  t.equal(await page.evaluate(() => term.options.screenReaderMode), true, 'on')
+  await page.locator('.xterm').click()
+  await page.keyboard.type('echo read-$((6*7))')
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /read-42/)
+  await until(async () => /read-42/.test(await accessible()), 15_000, 'the output in the accessibility tree')
+  await page.reload()
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  t.equal(await page.locator('#screen-reader').isChecked(), true, 'still on after a reload')
+  t.equal(await page.evaluate(() => term.options.screenReaderMode), true)
+  await page.locator('#screen-reader').uncheck()
+  t.equal(await page.evaluate(() => term.options.screenReaderMode), false, 'and off again')
   await page.context().close()
 })
 

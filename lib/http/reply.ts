@@ -44,7 +44,9 @@ export function sendError(res: ServerResponse, err: HttpError, asHtml: boolean):
   }
   if (asHtml) {
     const title = `${err.status} ${escapeHtml(err.message)}`
-    html(res, err.status, `<!doctype html><meta charset="utf-8"><title>${title}</title><h1>${title}</h1>\n`, err.headers)
+    // A long path in the message wraps on a phone rather than widening the page; the empty icon
+    // keeps a browser from asking for /favicon.ico, another 404.
+    html(res, err.status, `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>${title}</title><h1 style="overflow-wrap: anywhere">${title}</h1>\n`, err.headers)
     return
   }
   const body: Record<string, unknown> = { error: err.message, code: err.code }

@@ -70,7 +70,7 @@ const pageHtml = (): string => `<!doctype html>
 <link rel="stylesheet" href="${assetUrl('terminal.css')}">
 </head>
 <body>
-<header><strong>Playfield terminal</strong> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button></header>
+<header><h1>Playfield terminal</h1> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button> <label id="reader-mode"><input type="checkbox" id="screen-reader"> Screen reader</label></header>
 <main id="terminal"></main>
 <script src="${assetUrl('xterm.js')}"></script>
 <script src="${assetUrl('addon-fit.js')}"></script>
@@ -94,7 +94,7 @@ export function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   const action = status === 401
     ? `<form id="signin" method="post">
-<label>Username <input name="username" autocomplete="username" required></label>
+<label>Username <input name="username" autocomplete="username" required autofocus></label>
 <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
 <button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>
 </form>`

@@ -7,9 +7,14 @@ const form = document.getElementById('signin')
 const signOut = document.getElementById('signout')
 const problem = document.getElementById('problem')
 
-/** POST `body` as JSON to an auth route; reload on 200, else show the error the API gave. */
+/**
+ * POST `body` as JSON to an auth route; reload on 200, else show the error the API gave. The
+ * buttons wait meanwhile: a second Enter would send the request again (a second register is 409).
+ */
 async function call(path, body) {
   problem.textContent = ''
+  const buttons = document.querySelectorAll('button')
+  for (const button of buttons) button.disabled = true
   try {
     const res = await fetch(path, {
       method: 'POST',
@@ -24,6 +29,7 @@ async function call(path, body) {
   } catch (err) {
     problem.textContent = `the platform cannot be reached (${err.message})`
   }
+  for (const button of buttons) button.disabled = false
 }
 
 if (form) {

@@ -36,9 +36,38 @@ term.loadAddon(fit)
 term.unicode.register(createWidthProvider())
 term.unicode.activeVersion = 'shell'
 term.open(document.getElementById('terminal'))
+// Screen reader mode (xterm's live region of the output; off by default, as it costs every write
+// some work): a box in the header, remembered by this browser.
+const readerMode = document.getElementById('screen-reader')
+readerMode.checked = stored('screenReader') === 'on'
+term.options.screenReaderMode = readerMode.checked
+readerMode.addEventListener('change', () => {
+  term.options.screenReaderMode = readerMode.checked
+  store('screenReader', readerMode.checked ? 'on' : 'off')
+})
+// While no shell runs, Tab leaves the terminal (which has no use for keys then) for the page's
+// button and box: the keyboard is never held in a terminal that takes nothing.
+term.attachCustomKeyEventHandler((event) => !(event.key === 'Tab' && !button.hidden))
 // Keys typed from the start wait for the shell (early): the terminal has them from the start.
 term.focus()
 fitTerminal()
+
+/** This browser's setting `key`, or null (storage may be refused: a private window, a policy). */
+function stored(key) {
+  try {
+    return localStorage.getItem(`playfield.terminal.${key}`)
+  } catch {
+    return null
+  }
+}
+
+function store(key, value) {
+  try {
+    localStorage.setItem(`playfield.terminal.${key}`, value)
+  } catch {
+    // Not remembered: the box still works for this page.
+  }
+}
 
 /** Fit the terminal to the window, within the sizes the bridge takes: the screen never shows cells the shell does not have. */
 function fitTerminal() {

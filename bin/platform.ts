@@ -10,6 +10,8 @@ import { createBackend } from '../lib/backend/create.js'
 import { CatalogueHolder, CatalogueInvalid, runCheck } from '../lib/catalogue/load.js'
 import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
+import { checkEmbeddedDatabase } from '../lib/backend/embedded/index.js'
+import { loadTerminalAssets } from '../lib/platform/terminal-html.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 import { catalogueReloader } from '../lib/platform/catalogue-reload.js'
 import { onStop } from '../lib/stop-signal.js'
@@ -56,6 +58,9 @@ async function main(): Promise<void> {
     if (command === 'check' && args.length === 0) {
       checkManifestsDir(config.manifestsDir)
       checkScreenshotsDir(config.screenshotsDir)
+      // What the start would refuse besides: a database a newer version migrated, a page file gone.
+      if (config.gameBackend === 'embedded') checkEmbeddedDatabase(config)
+      loadTerminalAssets()
       process.stdout.write(`${await runCheck(config)}\n`)
       process.exit(0)
     }

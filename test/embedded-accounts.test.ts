@@ -76,6 +76,9 @@ t.test('an account registered before register refused control characters still s
   const old = createEmbeddedBackend(loadPlatformConfig({ DATA_DIR: dataDir }))
   await old.register('tab_user', 'tab\there-password')
   await old.register('nul_user', 'a-password\u0000in-it')
+  // Past HMAC's 64-byte block the key is hashed, not padded: a trailing NUL is the password's own.
+  const long = `${'long-password-'.repeat(5)}\u0000`
+  await old.register('long_user', long)
   await old.close()
   const platform = await startPlatform({ dataDir })
   t.teardown(() => platform.stop())
@@ -85,6 +88,8 @@ t.test('an account registered before register refused control characters still s
   t.equal(res.status, 200, 'the tab password signs in')
   t.match(await res.json(), { success: true, user: { username: 'tab_user' } })
   t.equal((await login('nul_user', 'a-password\u0000in-it')).status, 200, 'so does one with a NUL inside it')
+  t.equal((await login('long_user', long)).status, 200, 'and one of 71 bytes ending in NUL')
+  t.equal((await login('long_user', long.slice(0, -1))).status, 401, 'which the same without the NUL does not open')
   // What would open an account under another spelling stays a wrong password, without the hash.
   t.equal((await login('tab_user', 'tab\there-password\u0000')).status, 401, 'a trailing NUL (HMAC pads the key with NULs)')
   t.equal((await login('tab_user', 'tab here-password')).status, 401, 'a space for the tab')

@@ -150,7 +150,7 @@ t.test('screen reader mode: the box turns on xterm\'s accessible output, and thi
   t.equal(await page.locator('.xterm-accessibility-tree').count(), 0, 'no accessible copy of the output')
   await page.locator('#screen-reader').check()
   t.equal(await page.evaluate(() => term.options.screenReaderMode), true, 'on')
-  await page.locator('.xterm').click()
+  t.equal(await page.evaluate(() => document.activeElement?.className), 'xterm-helper-textarea', 'the running shell has the keyboard back')
   await page.keyboard.type('echo read-$((6*7))')
   await page.keyboard.press('Enter')
   await waitForScreen(page, /read-42/)

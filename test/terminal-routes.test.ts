@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { cpSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
@@ -295,6 +295,9 @@ t.test('the page\'s files are read at the start: a file gone later (npm ci under
   }
   const refused = await startPlatform({ script }).then(async (started) => (await started.stop(), new Error('started')), (err: Error) => err)
   t.match(refused.message, /^process exited \(1\) before ready: platform: cannot start: ENOENT: no such file or directory, open '[^']*terminal-page\/terminal\.js'\n$/, 'a start without it: one line, exit 1')
+  const checked = spawnSync(process.execPath, [script, 'check'], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, DATA_DIR: tempDir() } })
+  t.equal(checked.status, 1, 'bin/platform check says so before a restart')
+  t.match(checked.stderr, /^platform: cannot start: ENOENT: no such file or directory, open '[^']*terminal-page\/terminal\.js'\n$/)
 })
 
 const widthsFile = readFileSync(path.join(ROOT, 'lib/platform/terminal-page/widths.js'), 'utf8')

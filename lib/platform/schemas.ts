@@ -16,17 +16,21 @@ const PASSWORD_TEXT = '^[^\\u0000-\\u001f\\u007f\\uD800-\\uDFFF]*$'
 
 // The `u` flag: without it each half of a character beyond U+FFFF (an emoji) reads as a lone
 // surrogate, and a password with one would never log in.
-const ALIASING_RE = /\u0000$|[\uD800-\uDFFF]/u
+const LONE_SURROGATE_RE = /[\uD800-\uDFFF]/u
+/** HMAC-SHA256 pads a key up to its 64-byte block with NULs; a longer key is hashed instead. */
+const HMAC_BLOCK_BYTES = 64
 
 /**
  * Whether a login's password could be an account's own, not another's under a second spelling:
- * a trailing NUL (HMAC's padding makes "a" plus NULs open "a") or a lone surrogate (UTF-8 makes
- * each U+FFFD) never is (login answers 401 without the hash). Other control characters go to the
- * hash: register has refused them since 2026-11-21, but an account registered before then may
- * have one (a tab), and it still signs in with its password after an upgrade.
+ * a trailing NUL within HMAC's block (its padding makes "a" plus NULs open "a") or a lone
+ * surrogate (UTF-8 makes each U+FFFD) never is (login answers 401 without the hash). Other
+ * control characters go to the hash: register has refused them since 2026-11-21, but an account
+ * registered before then may have one (a tab), and it still signs in with its password after an
+ * upgrade.
  */
 export function mayBeOwnPassword(password: string): boolean {
-  return !ALIASING_RE.test(password)
+  if (password.endsWith('\u0000') && Buffer.byteLength(password) <= HMAC_BLOCK_BYTES) return false
+  return !LONE_SURROGATE_RE.test(password)
 }
 
 // CONTRACT §2: 8-256 characters, counted as code points (TypeBox counts them so).

@@ -121,9 +121,17 @@ export function assetContent(file: string): { rep: Representation; version: stri
   let content = assetCache.get(file)
   if (!content) {
     const body = readFileSync(file)
-    assetCache.set(file, (content = { rep: new Representation(body, { best: true }), version: createHash('sha256').update(body).digest('base64url').slice(0, 12) }))
+    assetCache.set(file, (content = { rep: new Representation(body), version: createHash('sha256').update(body).digest('base64url').slice(0, 12) }))
   }
   return content
+}
+
+/**
+ * Read every file of the page now (at the start, and by `bin/platform check`): an install without
+ * one does not start, and `npm ci` under a running platform changes nothing it serves.
+ */
+export function loadTerminalAssets(): void {
+  for (const asset of Object.values(ASSETS)) assetContent(asset.file)
 }
 
 /**

@@ -7,14 +7,12 @@ import { loadSecret } from '../secrets.js'
 import { mintTicket } from '../ticket.js'
 import type { App } from './app.js'
 import { checkDevGate } from './dev-gate.js'
-import { assetContent, ASSETS, PAGE_HEADERS, refusalPage, terminalPage } from './terminal-html.js'
+import { assetContent, ASSETS, loadTerminalAssets, PAGE_HEADERS, refusalPage, terminalPage } from './terminal-html.js'
 
 /** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
 export function terminalRoutes(router: Router, app: App): void {
   const ticketKeys = loadSecret(app.config.dataDir, 'terminal-ticket-secret', app.config.ticketSecret)
-  // Every file of the page read now, at the start: an install without one does not start, and
-  // `npm ci` under a running platform (an upgrade) changes nothing it serves until the restart.
-  for (const asset of Object.values(ASSETS)) assetContent(asset.file)
+  loadTerminalAssets()
 
   router.add('GET', '/dev/terminal', async (ctx) => {
     const gate = await checkDevGate(app, ctx)

@@ -96,14 +96,7 @@ const pause = new Int32Array(new SharedArrayBuffer(4))
 
 function migrate(db: Database.Database, file: string, migrations: readonly Migration[]): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
-  // A file a newer version has migrated (a downgrade): its data may not mean what this version's
-  // code reads it as, so it is not opened, rather than served and written wrongly.
-  const known = new Set(migrations.map((step) => step.version))
-  const newer = (db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as Pick<Migration, 'version' | 'name'>[]).filter((step) => !known.has(step.version))
-  if (newer.length > 0) {
-    const steps = newer.map((step) => `${step.version} ${JSON.stringify(step.name)}`).join(', ')
-    throw new ConfigError(`DATA_DIR: the database ${JSON.stringify(file)} has schema changes this version does not know (${steps}), made by a newer Playfield; expected a DATA_DIR of this version or an older one (run the newer version, or restore the backup taken before it)`)
-  }
+  refuseNewer(db, file, migrations)
   const applied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck()
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
   for (const step of [...migrations].sort((a, b) => a.version - b.version)) {
@@ -114,6 +107,35 @@ function migrate(db: Database.Database, file: string, migrations: readonly Migra
       db.exec(step.sql)
       record.run(step.version, step.name, Date.now())
     }).immediate()
+  }
+}
+
+/**
+ * A file a newer version has migrated (a downgrade): its data may not mean what this version's
+ * code reads it as, so it is not opened, rather than served and written wrongly. A ConfigError.
+ */
+function refuseNewer(db: Database.Database, file: string, migrations: readonly Migration[]): void {
+  const known = new Set(migrations.map((step) => step.version))
+  const newer = (db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as Pick<Migration, 'version' | 'name'>[]).filter((step) => !known.has(step.version))
+  if (newer.length === 0) return
+  const steps = newer.map((step) => `${step.version} ${JSON.stringify(step.name)}`).join(', ')
+  throw new ConfigError(`DATA_DIR: the database ${JSON.stringify(file)} has schema changes this version does not know (${steps}), made by a newer Playfield; expected a DATA_DIR of this version or an older one (run the newer version, or restore the backup taken before it)`)
+}
+
+/**
+ * `bin/platform check`: refuse what the start would refuse for being newer, reading only (no
+ * file is made, nothing is written). A database not made yet, or made before any migration, passes.
+ */
+export function checkDatabaseVersion(dataDir: string, migrations: readonly Migration[]): void {
+  if (!databaseExists(dataDir)) return
+  const file = path.join(dataDir, DATABASE_FILE)
+  const db = new Database(file, { readonly: true, fileMustExist: true })
+  try {
+    db.pragma('busy_timeout = 5000')
+    const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get()
+    if (table !== undefined) refuseNewer(db, file, migrations)
+  } finally {
+    db.close()
   }
 }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
 import { ACCOUNT_METHODS, composeBackend, type Backend } from '../backend.js'
-import { openDatabase, unavailableIfBusy, type Migration } from './db.js'
+import { checkDatabaseVersion, openDatabase, unavailableIfBusy, type Migration } from './db.js'
 import { AccountStore, ACCOUNT_MIGRATIONS } from './accounts.js'
 import { LeaderboardStore, LEADERBOARD_MIGRATIONS } from './leaderboards.js'
 
@@ -21,9 +21,17 @@ const JOINT_MIGRATIONS: Migration[] = [
   },
 ]
 
+/** Every step of the embedded backend's schema. */
+const MIGRATIONS = [...ACCOUNT_MIGRATIONS, ...LEADERBOARD_MIGRATIONS, ...JOINT_MIGRATIONS]
+
+/** `bin/platform check`: a database a newer version has migrated is a ConfigError, as at the start. */
+export function checkEmbeddedDatabase(config: Readonly<PlatformConfig>): void {
+  checkDatabaseVersion(config.dataDir, MIGRATIONS)
+}
+
 /** The embedded game backend: accounts, tokens, buckets, launches and leaderboards in one SQLite file. */
 export function createEmbeddedBackend(config: Readonly<PlatformConfig>): Backend {
-  const db: Database.Database = openDatabase(config.dataDir, [...ACCOUNT_MIGRATIONS, ...LEADERBOARD_MIGRATIONS, ...JOINT_MIGRATIONS])
+  const db: Database.Database = openDatabase(config.dataDir, MIGRATIONS)
   const accounts = new AccountStore(db, config)
   const boards = new LeaderboardStore(db, (ownerId) => accounts.usernameOf(ownerId))
   accounts.onRenamed = (userId, username) => boards.renameOwner(userId, username)

@@ -14,6 +14,8 @@ const problem = document.getElementById('problem')
 async function call(path, body) {
   problem.textContent = ''
   const buttons = document.querySelectorAll('button')
+  // A disabled button loses the keyboard: it goes back where it was once the answer is shown.
+  const focused = document.activeElement
   for (const button of buttons) button.disabled = true
   try {
     const res = await fetch(path, {
@@ -30,6 +32,7 @@ async function call(path, body) {
     problem.textContent = `the platform cannot be reached (${err.message})`
   }
   for (const button of buttons) button.disabled = false
+  if (focused instanceof HTMLElement) focused.focus()
 }
 
 if (form) {

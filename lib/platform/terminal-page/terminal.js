@@ -44,6 +44,8 @@ term.options.screenReaderMode = readerMode.checked
 readerMode.addEventListener('change', () => {
   term.options.screenReaderMode = readerMode.checked
   store('screenReader', readerMode.checked ? 'on' : 'off')
+  // Clicked while a shell runs: the keys typed next are the shell's, not the box's.
+  if (shellRunning) term.focus()
 })
 // While no shell runs, Tab leaves the terminal (which has no use for keys then) for the page's
 // button and box: the keyboard is never held in a terminal that takes nothing.

@@ -187,6 +187,7 @@ t.test('a shell\'s exit code and signal are shown; New shell starts the next on 
   await page.keyboard.press('Enter')
   await waitForStatus(page, /shell exited/)
   t.equal(await status(page), 'shell exited with code 3')
+  t.equal(await page.title(), 'shell exited with code 3 · Playfield developer terminal', 'and the tab')
   t.match(await screen(page), /\[shell exited with code 3\]/, 'and the terminal says it')
   t.equal(await page.locator('#reconnect').innerText(), 'New shell')
   // The window changes while no shell runs: no resize goes out for a shell that is not there.
@@ -200,6 +201,7 @@ t.test('a shell\'s exit code and signal are shown; New shell starts the next on 
   })
   await waitForScreen(page, /new-14/)
   await waitForStatus(page, /^connected: shell [0-9]+$/)
+  t.match(await page.title(), /^connected: shell [0-9]+ · Playfield developer terminal$/, 'the tab follows')
   t.equal(await page.locator('#reconnect').isHidden(), true, 'the button is gone while the shell runs')
   await page.keyboard.type('kill -9 $$')
   await page.keyboard.press('Enter')

@@ -28,6 +28,7 @@ const CLOSE_REASONS = {
 const NOT_OPENED = 'the terminal bridge refused the connection or cannot be reached (its log says which)'
 
 const statusLine = document.getElementById('status')
+const PAGE_TITLE = document.title
 const button = document.getElementById('reconnect')
 // allowProposedApi: `term.unicode` is proposed API in xterm.js 6.
 const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14, allowProposedApi: true })
@@ -95,6 +96,8 @@ let sent = { cols: 0, rows: 0 }
 function setStatus(text, isError) {
   statusLine.textContent = text
   statusLine.className = isError ? 'error' : ''
+  // The tab says it too: a shell that ended in a tab out of view shows in the tab strip.
+  document.title = `${text} · ${PAGE_TITLE}`
 }
 
 function send(frame) {

@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process'
 import path from 'node:path'
 import t from 'tap'
 import Database from 'better-sqlite3'
-import { Client, ROOT, runUsers, startPlatform, tempDir } from './helpers/platform.js'
+import { Client, runPlatformCommand, runUsers, startPlatform, tempDir } from './helpers/platform.js'
 
 const BOARD = 'neon-highest'
 
@@ -15,15 +14,6 @@ function sql<T>(dataDir: string, statement: string, ...params: unknown[]): T[] {
   } finally {
     db.close()
   }
-}
-
-/** `bin/platform check` with this DATA_DIR (and the repository's manifests). */
-function runCheck(dataDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(path.join(ROOT, 'bin/platform'), ['check'], { env: { PATH: process.env.PATH, DATA_DIR: dataDir }, cwd: ROOT }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
-    })
-  })
 }
 
 t.test('a database from before migration 300: records written before a rename take the owner\'s current name, once', async (t) => {
@@ -79,7 +69,7 @@ t.test('a database a newer version has migrated is not opened: exit 2 and one li
   const platform = await startPlatform({ dataDir })
   await new Client(platform.url).post('/api/auth/register', { username: 'from_today', password: 'correct horse' })
   await platform.stop()
-  t.match(await runCheck(dataDir), { code: 0, stderr: '' }, 'check passes on a file of this version')
+  t.match(await runPlatformCommand({ DATA_DIR: dataDir }, 'check'), { code: 0, stderr: '' }, 'check passes on a file of this version')
   sql(dataDir, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', 9001, 'from the future', Date.now())
   const file = path.join(dataDir, 'playfield.sqlite')
   const before = sql(dataDir, 'SELECT * FROM schema_migrations ORDER BY version')
@@ -88,7 +78,7 @@ t.test('a database a newer version has migrated is not opened: exit 2 and one li
   t.equal(refused.message, `process exited (2) before ready: ${line}`, 'the platform')
   const users = await runUsers({ DATA_DIR: dataDir }, 'grant', 'from_today', 'developer')
   t.same(users, { code: 2, stdout: '', stderr: line }, 'bin/platform users')
-  t.same(await runCheck(dataDir), { code: 2, stdout: '', stderr: line }, 'bin/platform check says so before a restart')
+  t.same(await runPlatformCommand({ DATA_DIR: dataDir }, 'check'), { code: 2, stdout: '', stderr: line }, 'bin/platform check says so before a restart')
   t.same(sql(dataDir, 'SELECT * FROM schema_migrations ORDER BY version'), before, 'nothing applied')
   t.same(sql(dataDir, 'SELECT count(*) AS n FROM account_roles'), [{ n: 0 }], 'no role granted')
 })

@@ -17,7 +17,12 @@ export const BRIDGE_JS = path.join(ROOT, 'dist/bin/terminal-bridge.js')
  * kept-alive sockets, and the next request went out on one of them ("other side closed").
  */
 export function runUsers(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [PLATFORM_JS, 'users', ...args], {
+  return runPlatformCommand(env, 'users', ...args)
+}
+
+/** Any `bin/platform` sub-command (`check`, `users …`), as runUsers runs `users`. */
+export function runPlatformCommand(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [PLATFORM_JS, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, MANIFESTS_DIR: path.join(ROOT, 'manifests'), ...env },
   })

@@ -12,20 +12,30 @@ import { ConfigError } from './config-error.js'
  * SCREENSHOTS_DIR a directory this user can read when it exists (none simply means no captures yet).
  */
 export function checkDirectories(dirs: { dataDir: string; screenshotsDir?: string }, { readOnly = false } = {}): void {
-  ensureDirectory('DATA_DIR', dirs.dataDir)
+  ensureDataDir(dirs.dataDir)
   if (!readOnly) checkWritable(dirs.dataDir)
   if (dirs.screenshotsDir !== undefined) checkScreenshotsDir(dirs.screenshotsDir)
 }
 
 /** SCREENSHOTS_DIR, when it exists, must be a directory this user can read (also for `check`, which writes nothing). */
 export function checkScreenshotsDir(screenshotsDir: string): void {
+  const code = directoryCode(screenshotsDir, constants.R_OK | constants.X_OK)
+  if (code === null || code === 'ENOENT') return
+  const problem = code === NOT_A_DIRECTORY ? 'is not a directory' : `cannot be read (${code})`
+  throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(screenshotsDir)} ${problem}; expected a directory path`)
+}
+
+/** directoryCode's answer for a path that exists and is not a directory (stat's own ENOTDIR is a path through a file). */
+const NOT_A_DIRECTORY = 'not a directory'
+
+/** Why `dir` is not a directory this user may use as `access` says (accessSync's mode): NOT_A_DIRECTORY or an errno code; null when it is. */
+function directoryCode(dir: string, access: number): string | null {
   try {
-    if (!statSync(screenshotsDir).isDirectory()) throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(screenshotsDir)} is not a directory; expected a directory path`)
-    accessSync(screenshotsDir, constants.R_OK | constants.X_OK)
+    if (!statSync(dir).isDirectory()) return NOT_A_DIRECTORY
+    accessSync(dir, access)
+    return null
   } catch (err) {
-    if (err instanceof ConfigError) throw err
-    const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT') throw new ConfigError(`SCREENSHOTS_DIR: ${JSON.stringify(screenshotsDir)} cannot be read (${code}); expected a directory path`)
+    return (err as NodeJS.ErrnoException).code ?? 'error'
   }
 }
 
@@ -48,12 +58,12 @@ function checkWritable(dataDir: string): void {
 }
 
 /**
- * Create `dir` (0700: the database and secrets are this account's alone) and its missing parents
- * (0755) one level at a time. (mkdirSync's own recursive mode loops without end under a parent
- * that refuses new entries, such as /proc.)
+ * Create DATA_DIR `dir` (0700: the database and secrets are this account's alone) and its missing
+ * parents (0755) one level at a time. (mkdirSync's own recursive mode loops without end under a
+ * parent that refuses new entries, such as /proc.)
  */
-function ensureDirectory(name: string, dir: string, value = dir, mode = 0o700): void {
-  const problem = (what: string): ConfigError => new ConfigError(`${name}: ${JSON.stringify(value)} ${what}; expected a directory path`)
+function ensureDataDir(dir: string, value = dir, mode = 0o700): void {
+  const problem = (what: string): ConfigError => new ConfigError(`DATA_DIR: ${JSON.stringify(value)} ${what}; expected a directory path`)
   try {
     if (statSync(dir).isDirectory()) return
     throw problem('is not a directory')
@@ -63,7 +73,7 @@ function ensureDirectory(name: string, dir: string, value = dir, mode = 0o700): 
     if (code !== 'ENOENT') throw problem(`cannot be used (${code})`)
   }
   const parent = path.dirname(dir)
-  if (parent !== dir) ensureDirectory(name, parent, value, 0o755)
+  if (parent !== dir) ensureDataDir(parent, value, 0o755)
   try {
     mkdirSync(dir, { mode })
   } catch (err) {
@@ -111,13 +121,7 @@ export function checkShell(shell: string, asUser?: string): void {
  * unit's ProtectHome=yes, as for an account `.ci/run` made) ended every shell at once otherwise.
  */
 export function checkHome(home: string, asUser: string): void {
-  let code: string | null = null
-  try {
-    if (!statSync(home).isDirectory()) code = 'ENOTDIR'
-    else accessSync(home, constants.X_OK)
-  } catch (err) {
-    code = (err as NodeJS.ErrnoException).code ?? 'error'
-  }
+  const code = directoryCode(home, constants.X_OK)
   if (code) {
     throw new ConfigError(`TERMINAL_USER: the home directory ${JSON.stringify(home)} of ${JSON.stringify(asUser)} cannot be entered by it (${code}); expected a directory the account owns, such as /var/lib/${asUser}`)
   }
@@ -125,13 +129,8 @@ export function checkHome(home: string, asUser: string): void {
 
 /** MANIFESTS_DIR must be a readable directory: a missing one is a bad value (exit 2), not a bad catalogue (exit 1). */
 export function checkManifestsDir(dir: string): void {
-  let problem: string | null = null
-  try {
-    if (!statSync(dir).isDirectory()) problem = 'is not a directory'
-    else accessSync(dir, constants.R_OK | constants.X_OK)
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error'
-    problem = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code})`
-  }
-  if (problem) throw new ConfigError(`MANIFESTS_DIR: ${JSON.stringify(dir)} ${problem}; expected a directory of game manifests`)
+  const code = directoryCode(dir, constants.R_OK | constants.X_OK)
+  if (code === null) return
+  const problem = code === NOT_A_DIRECTORY ? 'is not a directory' : code === 'ENOENT' ? 'does not exist' : `cannot be read (${code})`
+  throw new ConfigError(`MANIFESTS_DIR: ${JSON.stringify(dir)} ${problem}; expected a directory of game manifests`)
 }

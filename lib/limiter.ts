@@ -23,7 +23,7 @@ export interface TakeResult {
 export const RENAME_RULE: Rule = Object.freeze({ capacity: 3, refill: 3, intervalMs: 3_600_000 })
 
 /** Refill `bucket` up to `now` (a missing bucket is full); never reads the clock. */
-export function refill(bucket: Bucket | undefined, rule: Rule, now: number): Bucket {
+function refill(bucket: Bucket | undefined, rule: Rule, now: number): Bucket {
   if (!bucket) return { tokens: rule.capacity, updatedAt: now }
   const elapsed = Math.max(0, now - bucket.updatedAt)
   const tokens = Math.min(rule.capacity, bucket.tokens + (elapsed * rule.refill) / rule.intervalMs)
@@ -40,7 +40,7 @@ export function take(bucket: Bucket | undefined, rule: Rule, now: number): TakeR
   return { bucket: current, allowed: false, waitMs }
 }
 
-/** Buckets kept in this process, by key, for limits that need not outlive it (the submit flood limit). */
+/** Buckets kept in this process, by key, for limits that need not outlive it (the submit and launch flood limits). */
 export class MemoryLimiter {
   readonly #buckets = new Map<string, Bucket>()
   constructor(readonly rule: Rule) {}

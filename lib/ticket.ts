@@ -59,15 +59,20 @@ export function verifyTicket(keys: string[], ticket: string, now: number): Ticke
   return claims
 }
 
-/** The nonces of tickets already used, each kept until its ticket would have expired anyway. */
+/**
+ * The nonces of tickets already used, each kept until its ticket would have expired anyway: on the
+ * wall clock, and for a ticket's whole life on the monotonic one too, so that a clock stepped
+ * forward and back again does not forget a nonce whose ticket is valid once more.
+ */
 export class SpentTickets {
-  readonly #spent = new Map<string, number>()
+  /** Nonce -> the wall-clock expiry of its ticket and TICKET_TTL_MS past its use on the monotonic clock. */
+  readonly #spent = new Map<string, { expiresAt: number; keepUntil: number }>()
 
-  /** Mark the ticket spent; false when it already was (a replay). */
-  spend(claims: TicketClaims, now: number): boolean {
-    for (const [nonce, expiresAt] of this.#spent) if (expiresAt <= now) this.#spent.delete(nonce)
+  /** Mark the ticket spent at `now` (Unix ms) and `elapsed` (monotonic ms); false when it already was (a replay). */
+  spend(claims: TicketClaims, now: number, elapsed: number): boolean {
+    for (const [nonce, held] of this.#spent) if (held.expiresAt <= now && held.keepUntil <= elapsed) this.#spent.delete(nonce)
     if (this.#spent.has(claims.nonce)) return false
-    this.#spent.set(claims.nonce, claims.expiresAt)
+    this.#spent.set(claims.nonce, { expiresAt: claims.expiresAt, keepUntil: elapsed + TICKET_TTL_MS })
     return true
   }
 

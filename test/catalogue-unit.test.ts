@@ -94,6 +94,8 @@ t.test('a detail is re-serialized once its nextResetAt has passed, with a new ET
   t.not(after.identity.etag, first.identity.etag)
   t.equal(details(Date.parse('2026-01-01T11:00:00Z')).nextResetAt, '2026-01-01T12:00:00.000Z')
   t.equal(catalogue.detail('broken-game', Date.parse('2026-01-01T11:30:00Z')), after, 'then kept again')
+  // The clock stepped back an hour: the next reset is 10:00, not the 12:00 the bytes name.
+  t.equal(details(Date.parse('2026-01-01T09:30:00Z')).nextResetAt, '2026-01-01T10:00:00.000Z', 'a clock stepped back is told the truth of its time')
   t.equal(catalogue.detail('other', start), undefined)
   t.equal(catalogue.list.expiresAt, Infinity, 'the list carries no reset times')
 })

@@ -109,6 +109,12 @@ t.test('an event window counts an event for windowMs and not a millisecond longe
   t.same(await store.eventWindow('signin:k', NOW + 2, MINUTE), [NOW + 1, NOW + 2], 'as stored')
   t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE - 1, MINUTE), [NOW + 1, NOW + 2], 'the last millisecond of the first one\'s minute')
   t.same(await store.eventWindow('signin:k', NOW + 1 + MINUTE, MINUTE), [NOW + 2], 'its minute has passed')
+  // The clock stepped back an hour: events stamped ahead by more than the window neither count nor
+  // crowd out new ones; those ahead by less (another instance's clock) still count.
+  const BACK = NOW - 3_600_000
+  t.same(await store.eventWindow('signin:k', BACK, MINUTE), [], 'an hour ahead: not counted')
+  t.same(await store.eventWindow('signin:k', BACK, MINUTE, { keep: 2 }), [BACK], 'and not kept over a new one')
+  t.same(await store.eventWindow('signin:k', BACK - MINUTE, MINUTE), [BACK], 'a minute ahead: counted')
 })
 
 t.test('a logout deletes the revocations whose tokens have all expired, not only a restart: 30 days after it, once an hour', async (t) => {

@@ -97,8 +97,8 @@ t.test('flood guards: 40 at once and 20 a second per user, each kind of write wi
 function memoryWindows(): FailureWindows {
   const windows = new Map<string, number[]>()
   return async (key, now, windowMs, record) => {
-    let times = (windows.get(key) ?? []).filter((time) => time > now - windowMs)
-    if (record) windows.set(key, (times = [...times, now].slice(-record.keep)))
+    let times = (windows.get(key) ?? []).filter((time) => time > now - windowMs && time <= now + windowMs)
+    if (record) windows.set(key, (times = [...times, now].sort((a, b) => a - b).slice(-record.keep)))
     return times
   }
 }
@@ -116,6 +116,19 @@ t.test('SigninLimit: 10 failures in a minute block the address until the oldest 
   await limit.fail('10.0.0.1', T0 + 60_000)
   t.equal(await limit.waitMs('10.0.0.1', T0 + 60_000), 1000, 'one more failure blocks again until the second-oldest ages out')
   t.equal(await limit.waitMs('10.0.0.1', T0 + 200_000), 0, 'a quiet minute forgets everything')
+})
+
+t.test('SigninLimit: failures stamped ahead (a clock stepped back) block for a minute at most, and new ones still count', async (t) => {
+  const limit = new SigninLimit(memoryWindows())
+  for (let i = 0; i < 10; i++) await limit.fail('10.0.0.1', T0 + 30_000)
+  t.equal(await limit.waitMs('10.0.0.1', T0), 60_000, "ahead by 30 s (another instance's clock): a minute, not 90 s")
+  for (let i = 0; i < 10; i++) await limit.fail('10.0.0.2', T0 + HOUR)
+  t.equal(await limit.waitMs('10.0.0.2', T0), 0, 'ahead by an hour: not a lockout for the hour')
+  for (let i = 0; i < 10; i++) {
+    t.equal(await limit.waitMs('10.0.0.2', T0 + i), 0, `failure ${i + 1} after the step may try`)
+    await limit.fail('10.0.0.2', T0 + i)
+  }
+  t.equal(await limit.waitMs('10.0.0.2', T0 + 10), 59_990, 'ten failures after the step block as ever')
 })
 
 t.test('SigninLimit: checks in flight are held to the failures left; the rest wait for a place', async (t) => {

@@ -1,4 +1,4 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'

@@ -328,6 +328,8 @@ t.test('event windows: recorded times younger than the window, the latest kept, 
   t.same(await window(at + 5000, false), { times: [at + 2000, at + 3000, at + 4000] }, 'the latest 3')
   t.same(await window(at + 62_500, false), { times: [at + 3000, at + 4000] }, 'older than the window: gone')
   t.same(await window(at + 62_500, true), { times: [at + 3000, at + 4000, at + 62_500] })
+  t.same(await window(at - 3_600_000, true), { times: [at - 3_600_000] }, 'the clock stepped back an hour: times ahead by more than the window are dropped')
+  t.same(await window(at - 3_600_000 - 60_000, false), { times: [at - 3_600_000] }, 'ahead by a minute: kept')
   t.same(await rpc(fake, 'playfield_event_window', { key: 'signin:198.51.100.1', now: at, windowMs: 60_000, keep: 3, record: false }), { times: [] }, 'another key is its own')
   const stored = (key: string) => [...fake.state.storage.keys()].some((k) => k.includes(key))
   t.ok(stored('signin:203.0.113.5'))

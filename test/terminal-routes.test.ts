@@ -62,7 +62,7 @@ t.test('GET /dev/terminal without a session is a 401 HTML page; the ticket is 40
   const ticket = await anon.post('/dev/terminal/ticket')
   t.equal(ticket.status, 401)
   t.match(ticket.headers.get('content-type'), /^application\/json/)
-  t.same(await ticket.json(), { error: 'sign in first', code: 'NO_SESSION' })
+  t.same(await ticket.json(), { error: 'no session', code: 'NO_SESSION' })
 })
 
 t.test('a signed-in user without admission gets a 403 page that says why, and 403 FORBIDDEN for a ticket', async (t) => {

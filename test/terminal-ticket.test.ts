@@ -65,11 +65,30 @@ t.test('SpentTickets: single use, and nonces are pruned once their ticket expire
   const spent = new SpentTickets()
   const a = mintTicket([KEY], user, now).claims
   const b = mintTicket([KEY], user, now + 30_000).claims
-  t.equal(spent.spend(a, now), true)
-  t.equal(spent.spend(a, now + 1), false, 'replay refused')
-  t.equal(spent.spend(b, now + 30_000), true)
+  // The monotonic clock (third argument) runs with the wall clock here.
+  t.equal(spent.spend(a, now, 0), true)
+  t.equal(spent.spend(a, now + 1, 1), false, 'replay refused')
+  t.equal(spent.spend(b, now + 30_000, 30_000), true)
   t.equal(spent.size, 2)
   const c = mintTicket([KEY], user, now + TICKET_TTL_MS).claims
-  t.equal(spent.spend(c, now + TICKET_TTL_MS), true)
+  t.equal(spent.spend(c, now + TICKET_TTL_MS, TICKET_TTL_MS), true)
   t.equal(spent.size, 2, 'a was pruned at its expiry')
+})
+
+t.test('SpentTickets: a wall clock stepped forward and back again keeps a used nonce whose ticket is valid again', async (t) => {
+  const spent = new SpentTickets()
+  const minted = mintTicket([KEY], user, now)
+  const a = minted.claims
+  t.equal(spent.spend(a, now, 0), true)
+  // Two hours ahead, a second later: a's ticket has expired on the wall clock, not on the monotonic one.
+  const ahead = mintTicket([KEY], user, now + 7_200_000).claims
+  t.equal(spent.spend(ahead, now + 7_200_000, 1_000), true)
+  t.equal(spent.size, 2, 'a is kept')
+  // The clock is put right: a verifies again, and is still spent.
+  t.same(verifyTicket([KEY], minted.ticket, now + 2_000), a, 'a verifies')
+  t.equal(spent.spend(a, now + 2_000, 2_000), false, 'replay refused')
+  // A minute on, on both clocks, a is pruned (ahead is still valid on the wall clock).
+  const later = mintTicket([KEY], user, now + TICKET_TTL_MS).claims
+  t.equal(spent.spend(later, now + TICKET_TTL_MS, TICKET_TTL_MS), true)
+  t.equal(spent.size, 2, 'a pruned; ahead and later held')
 })

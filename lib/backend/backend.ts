@@ -42,7 +42,10 @@ export interface Backend {
   /**
    * The times (ms, oldest first) of the named window's events younger than `windowMs` at `now`,
    * kept in the backend so every platform instance and restart sees them (the sign-in limit's
-   * failures). With `record`, `now` is added first, and only the latest `keep` are kept.
+   * failures). With `record`, `now` is added first, and only the latest `keep` are kept. Times
+   * more than `windowMs` later than `now` are dropped: a clock stepped back since (instances'
+   * clocks differ by less), whose events must neither count for as long as the step nor, as the
+   * latest, crowd out the events recorded now.
    */
   eventWindow(key: string, now: number, windowMs: number, record?: { keep: number }): Promise<number[]>
 
@@ -75,24 +78,37 @@ export type AccountPart = Omit<Backend, 'kind' | 'close' | LeaderboardMethod>
 /** The leaderboard half of a backend: launches and records. */
 export type LeaderboardPart = Pick<Backend, LeaderboardMethod>
 
-/** The methods of AccountPart, by name: what composeBackend forwards to the account half. */
-export const ACCOUNT_METHODS: readonly (keyof AccountPart)[] = [
-  'authenticateGuest', 'register', 'login', 'refresh', 'sessionActive', 'logout', 'getAccount',
-  'renameUser', 'eventWindow', 'grantRole', 'revokeRole', 'listPrivileged',
-]
-const LEADERBOARD_METHODS: readonly LeaderboardMethod[] = ['recordLaunch', 'syncLeaderboards', 'writeRecord', 'listRecords']
+/** Runs one call of the account half; the embedded backend turns a locked file into 503 here. */
+type Guard = <T>(call: () => Promise<T>) => Promise<T>
 
-/** A Backend made of its two halves, as both backends build it. */
+/** A Backend made of its two halves, as both backends build it; `guard` wraps each account call. */
 export function composeBackend(
   kind: Backend['kind'],
   accounts: AccountPart,
   boards: LeaderboardPart,
   close: () => Promise<void>,
+  guard: Guard = (call) => call(),
 ): Backend {
-  const backend: Record<string, unknown> = { kind, close }
-  for (const name of ACCOUNT_METHODS) backend[name] = (accounts[name] as (...args: never[]) => unknown).bind(accounts)
-  for (const name of LEADERBOARD_METHODS) backend[name] = (boards[name] as (...args: never[]) => unknown).bind(boards)
-  return backend as unknown as Backend
+  return {
+    kind,
+    authenticateGuest: () => guard(() => accounts.authenticateGuest()),
+    register: (...args) => guard(() => accounts.register(...args)),
+    login: (...args) => guard(() => accounts.login(...args)),
+    refresh: (...args) => guard(() => accounts.refresh(...args)),
+    sessionActive: (...args) => guard(() => accounts.sessionActive(...args)),
+    logout: (...args) => guard(() => accounts.logout(...args)),
+    getAccount: (...args) => guard(() => accounts.getAccount(...args)),
+    renameUser: (...args) => guard(() => accounts.renameUser(...args)),
+    eventWindow: (...args) => guard(() => accounts.eventWindow(...args)),
+    grantRole: (...args) => guard(() => accounts.grantRole(...args)),
+    revokeRole: (...args) => guard(() => accounts.revokeRole(...args)),
+    listPrivileged: () => guard(() => accounts.listPrivileged()),
+    recordLaunch: (...args) => boards.recordLaunch(...args),
+    syncLeaderboards: (...args) => boards.syncLeaderboards(...args),
+    writeRecord: (...args) => boards.writeRecord(...args),
+    listRecords: (...args) => boards.listRecords(...args),
+    close,
+  }
 }
 
 /** What sign-in and refresh return: Nakama's Session plus the decoded claims the platform needs. */

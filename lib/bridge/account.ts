@@ -24,7 +24,8 @@ export function findPasswdEntry(name: string): { uid: number; gid: number; home:
  * The account shells run as (CONTRACT §6: never root). A root bridge needs TERMINAL_USER naming an
  * unprivileged account; any other bridge runs shells as itself. Throws ConfigError (exit 2).
  */
-export function resolveShellAccount(config: Readonly<BridgeConfig>, uid = process.getuid?.() ?? -1): ShellAccount {
+export function resolveShellAccount(config: Readonly<BridgeConfig>): ShellAccount {
+  const uid = process.getuid?.() ?? -1
   if (uid !== 0) {
     let self: os.UserInfo<string>
     try {

@@ -37,7 +37,7 @@ export function sessionLine(
 }
 
 /** What a connection uses of its bridge. */
-export interface ConnectionServices {
+interface ConnectionServices {
   registry: Registry
   /** The bridge's event log. */
   log: (entry: Record<string, unknown>) => void

@@ -17,7 +17,7 @@ import { readSendQueues } from './send-queues.js'
 const HEARTBEAT_MS = 20_000
 
 /** The bridge's heartbeat over its live connections. */
-export interface Heartbeat {
+interface Heartbeat {
   /** Watch a connection from now on (it counts as having answered); `peerPort` finds its kernel queue. */
   watch(ws: WebSocket, peerPort: number): void
   /** The connection took queued output (see serveConnection). */

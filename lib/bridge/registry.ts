@@ -1,9 +1,9 @@
 import type { ShellAccount } from './account.js'
 import { Terminal, type TerminalEvents } from './terminal.js'
 
-/** The live PTYs of this bridge, by pid: spawn, count, and end them all at shutdown. */
+/** The live PTYs of this bridge: spawn them, and end them all at shutdown. */
 export class Registry {
-  readonly #terminals = new Map<number, Terminal>()
+  readonly #terminals = new Set<Terminal>()
   /**
    * Sessions still being ended after their shell left the registry (it exited, or its client is
    * gone): their jobs that ignore SIGHUP wait up to 2 s for the SIGKILL, which a bridge exiting
@@ -26,25 +26,25 @@ export class Registry {
     const terminal: Terminal = new Terminal(this.#account, this.#shell, cols, rows, {
       output: events.output,
       exit: (code, signal) => {
-        this.#terminals.delete(terminal.pid)
+        this.#terminals.delete(terminal)
         this.#track(terminal.end())
         events.exit(code, signal)
       },
     })
-    this.#terminals.set(terminal.pid, terminal)
+    this.#terminals.add(terminal)
     return terminal
   }
 
   /** Dispose of one terminal (its client is gone) and forget it. */
   dispose(terminal: Terminal): Promise<void> {
-    this.#terminals.delete(terminal.pid)
+    this.#terminals.delete(terminal)
     return this.#track(terminal.dispose())
   }
 
   /** Dispose of every terminal; resolves when every session is ended, those ending already included. */
   async disposeAll(): Promise<void> {
     this.#closed = true
-    for (const terminal of this.#terminals.values()) void this.dispose(terminal)
+    for (const terminal of this.#terminals) void this.dispose(terminal)
     await Promise.all(this.#ending)
   }
 

@@ -24,7 +24,7 @@ const CLOSE_GOING_AWAY = 1001
 const CLOSE_HANDSHAKE_MS = 1_000
 
 /** The running bridge: its HTTP server, and a shutdown that ends every connection and shell. */
-export interface Bridge {
+interface Bridge {
   server: http.Server
   shutdown(): Promise<void>
 }
@@ -48,9 +48,6 @@ const ERRORS: Record<number, [error: string, code: string]> = {
 
 /** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
 export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
-  // The process's start, not this call's: `npm start` starts the platform beside the bridge, and a
-  // ticket it mints while the bridge is still loading must not count as minted before the start.
-  const started = Math.floor(performance.timeOrigin)
   const registry = new Registry(account, config.shell)
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
@@ -78,7 +75,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')
     const status = health ? 200 : path === undefined ? 400 : path === '/' ? 405 : 404
     const body = health
-      ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor((Date.now() - started) / 1000) }
+      ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor(process.uptime()) }
       : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
     const text = JSON.stringify(body)
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
@@ -100,11 +97,15 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     }
     const target = req.url ?? '/'
     const now = Date.now()
+    // The process's start on the clock as it reads now (a wall-clock step since moves it along),
+    // not this call's: `npm start` starts the platform beside the bridge, and a ticket it mints
+    // while the bridge is still loading must not count as minted before the start.
+    const started = now - performance.now()
     // Read from the query as sent (URLSearchParams never throws), so that a target no URL can be
     // made of spends its ticket too: spent by its first use, whatever follows (CONTRACT §6).
     const query = target.indexOf('?')
     const claims = verifyTicket(ticketKeys, query < 0 ? '' : new URLSearchParams(target.slice(query + 1)).get('ticket') ?? '', now)
-    const fresh = claims !== null && spent.spend(claims, now)
+    const fresh = claims !== null && spent.spend(claims, now, performance.now())
     if (!parseTarget(target)) return deny(400, 'the request target is not a valid URL', claims?.username)
     // RFC 9110 §7.8: an upgrade the bridge does not offer, away from /ws (h2c, which `curl --http2`
     // asks for), is ignored and the request served as the plain one it also is: health, not a 404.

@@ -83,7 +83,8 @@ function tick(): void {
   immediate = undefined
   if (endings.size === 0) return
   const members = endingMembers()
-  const now = Date.now()
+  // Monotonic: a wall-clock step must neither cut the grace short nor stretch it without end.
+  const now = performance.now()
   for (const e of endings) {
     const left = members.get(e.sid) ?? []
     if (!e.hungUp) {

@@ -31,23 +31,25 @@ function serializeDetail(source: DetailSource, now: number): Representation {
 
 /**
  * Details serialized at load, each re-serialized (once) by the first request after its earliest
- * nextResetAt has passed, so a request still only picks bytes almost always.
+ * nextResetAt has passed, so a request still only picks bytes almost always; and by the first
+ * request that finds the clock earlier than when they were made (stepped back: the next reset
+ * they name may then be one too far).
  */
 export class DetailCache {
   readonly #sources: ReadonlyMap<string, DetailSource>
-  readonly #reps = new Map<string, Representation>()
+  readonly #made = new Map<string, { rep: Representation; at: number }>()
 
   constructor(sources: ReadonlyMap<string, DetailSource>, now: number) {
     this.#sources = sources
-    for (const [id, source] of sources) this.#reps.set(id, serializeDetail(source, now))
+    for (const [id, source] of sources) this.#made.set(id, { rep: serializeDetail(source, now), at: now })
   }
 
   /** The detail of `id` as true at `now`; undefined for an unknown id. */
   get(id: string, now: number): Representation | undefined {
-    const rep = this.#reps.get(id)
-    if (rep === undefined || now < rep.expiresAt) return rep
-    const fresh = serializeDetail(this.#sources.get(id)!, now)
-    this.#reps.set(id, fresh)
-    return fresh
+    const made = this.#made.get(id)
+    if (made === undefined || (made.at <= now && now < made.rep.expiresAt)) return made?.rep
+    const rep = serializeDetail(this.#sources.get(id)!, now)
+    this.#made.set(id, { rep, at: now })
+    return rep
   }
 }

@@ -10,7 +10,7 @@ const ORDER = ['br', 'gzip', 'identity'] as const
  * q, `*` standing for codings not named, identity acceptable unless refused. When everything is
  * refused, identity anyway: a 406 helps no client of a JSON API.
  */
-export function pickVariant(rep: Representation, accept: string | undefined): Variant {
+function pickVariant(rep: Representation, accept: string | undefined): Variant {
   if (accept === undefined || accept === '') return rep.identity
   let coding = chosen.get(accept)
   if (coding === undefined) {

@@ -23,7 +23,7 @@ interface Route {
 }
 
 /** The outcome of matching a path: a handler, or the methods the path allows (405), or nothing (404). */
-export type Match =
+type Match =
   | { kind: 'found'; handler: Handler; params: Record<string, string> }
   | { kind: 'method'; allow: string[] }
   | { kind: 'none' }

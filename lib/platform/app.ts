@@ -2,19 +2,24 @@ import type { PlatformConfig } from '../config.js'
 import type { Backend } from '../backend/backend.js'
 import type { Catalogue } from '../catalogue/catalogue.js'
 import type { RouteContext } from '../http/router.js'
+import type { SessionState } from './seal.js'
 
-/** The signed-in user of a request, from the sealed session cookie. */
+/** A signed-in user: an account's id and its current name. */
 export interface SessionUser {
   id: string
   username: string
 }
 
-/** Session access for route handlers (lib/platform/session.ts implements it). */
+/** The sealed session cookie for route handlers (CONTRACT §2; lib/platform/session.ts implements it). */
 export interface Auth {
-  /** The signed-in user, or 401 NO_SESSION. */
-  require(ctx: RouteContext): Promise<SessionUser>
-  /** The signed-in user, or null. */
-  optional(ctx: RouteContext): Promise<SessionUser | null>
+  /** The request's active session (createAuth in session.ts says which), or 401 NO_SESSION. */
+  require(ctx: RouteContext): Promise<SessionState>
+  /** The request's active session, or null. */
+  optional(ctx: RouteContext): Promise<SessionState | null>
+  /** Set the cookie to `state`; it lives until the state's `exp`. */
+  write(ctx: RouteContext, state: SessionState): void
+  /** Tell the browser to drop the cookie. */
+  clear(ctx: RouteContext): void
 }
 
 /** Everything a route module needs, built once by buildRouter (routes.ts) at start. */

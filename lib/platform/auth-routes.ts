@@ -7,7 +7,7 @@ import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
 import { LoginBody, mayBeOwnPassword, RegisterBody } from './schemas.js'
-import { activeSession, renamedState, requireSession, sessionCookie, stateOf } from './session.js'
+import { renamedState, stateOf } from './session.js'
 import { SigninLimit } from './signin-limit.js'
 
 /**
@@ -24,7 +24,6 @@ function nfcPassword(body: unknown): unknown {
 
 /** Sign-in, sign-out, the session and the game-backend token (CONTRACT §2, §3; spec 2.6, 5). */
 export function authRoutes(router: Router, app: App): void {
-  const cookie = sessionCookie(app.config)
   const limit = new SigninLimit((key, now, windowMs, record) => app.backend.eventWindow(key, now, windowMs, record))
 
   /** Refuse a sign-in from a limited address block (429), whatever its body holds. */
@@ -58,7 +57,7 @@ export function authRoutes(router: Router, app: App): void {
       if (place?.ok) await place.release(wrongCredentials, app.now())
     }
     const roles = checksPassword ? ((await app.backend.getAccount(session.userId))?.roles ?? []) : []
-    cookie.write(ctx, stateOf(session, app.now()), app.now())
+    app.auth.write(ctx, stateOf(session, app.now()))
     json(ctx.res, 200, { success: true, user: { id: session.userId, username: session.username, roles } }, NO_STORE)
   }
 
@@ -92,32 +91,32 @@ export function authRoutes(router: Router, app: App): void {
   // Public and idempotent: without a session it still answers 200 and clears the cookie.
   router.add('POST', '/api/auth/logout', async (ctx) => {
     await readIgnoredBody(ctx.req)
-    const state = await activeSession(app.config, app.backend, ctx, app.now())
+    const state = await app.auth.optional(ctx)
     if (state) await app.backend.logout({ token: state.t, refreshToken: state.rt })
-    cookie.clear(ctx)
+    app.auth.clear(ctx)
     json(ctx.res, 200, { success: true }, NO_STORE)
   })
 
   router.add('GET', '/api/auth/session', async (ctx) => {
-    const state = await requireSession(app.config, app.backend, ctx, app.now())
+    const state = await app.auth.require(ctx)
     const account = await app.backend.getAccount(state.uid)
     if (!account) {
-      cookie.clear(ctx)
+      app.auth.clear(ctx)
       throw noSession()
     }
     // Renamed from another session: the cookie and its backend token take the current name.
-    if (account.username !== state.usn) cookie.write(ctx, await renamedState(app.backend, state, account.username, app.now()), app.now())
+    if (account.username !== state.usn) app.auth.write(ctx, await renamedState(app.backend, state, account.username, app.now()))
     json(ctx.res, 200, { success: true, user: { id: account.id, username: account.username, roles: account.roles } }, NO_STORE)
   })
 
   router.add('GET', '/api/auth/backend-token', async (ctx) => {
-    let state = await requireSession(app.config, app.backend, ctx, app.now())
+    let state = await app.auth.require(ctx)
     // Renamed from another session: a token minted before carries the old name (`usn`), which
     // someone else may hold by now. A refresh mints one with the account's current name.
     const renamed = (await app.backend.getAccount(state.uid))?.username !== state.usn
     if (renamed || state.te - app.now() < MIN_TOKEN_LIFE_MS) {
       state = stateOf(await app.backend.refresh(state.rt), app.now(), state)
-      cookie.write(ctx, state, app.now())
+      app.auth.write(ctx, state)
     }
     json(
       ctx.res,

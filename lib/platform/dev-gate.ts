@@ -17,8 +17,9 @@ type GateResult =
  * another account than a listed `alice` and anyone may register it.
  */
 export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateResult> {
-  const user = await app.auth.optional(ctx)
-  if (!user) return { admitted: false, status: 401, reason: 'Sign in first: the developer terminal needs a session.' }
+  const session = await app.auth.optional(ctx)
+  if (!session) return { admitted: false, status: 401, reason: 'Sign in first: the developer terminal needs a session.' }
+  const user = { id: session.uid, username: session.usn }
   if (app.config.devAccessAll) return { admitted: true, user }
   const account = await app.backend.getAccount(user.id)
   // The account's name now: a session remembers the name of its sign-in, which another session

@@ -8,7 +8,11 @@ import { MemoryLimiter, type Rule } from '../limiter.js'
  */
 const FLOOD_RULE: Rule = Object.freeze({ capacity: 40, refill: 20, intervalMs: 1000 })
 
-/** A check for one kind of write: throws 429 RATE_LIMITED ("too many <what>") past the rule. */
+/**
+ * A check for one kind of write: throws 429 RATE_LIMITED ("too many <what>") past the rule. Its
+ * `now` is monotonic (performance.now()): in memory nothing needs the wall clock, and a step of it
+ * must not lock a player out for as long as the step.
+ */
 export function floodGuard(what: string): (userId: string, now: number) => void {
   const limiter = new MemoryLimiter(FLOOD_RULE)
   return (userId, now) => {

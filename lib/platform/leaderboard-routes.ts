@@ -20,12 +20,12 @@ export function leaderboardRoutes(router: Router, app: App): void {
   const flood = floodGuard('submissions')
 
   router.add('POST', '/api/leaderboards/submit', async (ctx) => {
-    const user = await app.auth.require(ctx)
-    flood(user.id, app.now())
+    const session = await app.auth.require(ctx)
+    flood(session.uid, performance.now())
     const body = await readBody(ctx.req, SubmitBody)
     const metadata = body.metadata === undefined ? undefined : metadataText(body.metadata)
     requireBoard(app, body.leaderboardId)
-    const write = { leaderboardId: body.leaderboardId, ownerId: user.id, username: user.username, score: body.score, subscore: body.subscore ?? 0, metadata }
+    const write = { leaderboardId: body.leaderboardId, ownerId: session.uid, username: session.usn, score: body.score, subscore: body.subscore ?? 0, metadata }
     const record = await app.backend.writeRecord(write, app.now())
     json(ctx.res, 200, { success: true, record }, NO_STORE)
   })
@@ -34,9 +34,9 @@ export function leaderboardRoutes(router: Router, app: App): void {
     const id = ctx.params.id!
     const query = check(LeaderboardQuery, { limit: queryParam(ctx.url, 'limit'), cursor: queryParam(ctx.url, 'cursor') })
     requireBoard(app, id)
-    const user = await app.auth.optional(ctx)
+    const session = await app.auth.optional(ctx)
     const page = await app.backend.listRecords(
-      { leaderboardId: id, limit: query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit), cursor: query.cursor, ownerId: user?.id },
+      { leaderboardId: id, limit: query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit), cursor: query.cursor, ownerId: session?.uid },
       app.now(),
     )
     const ownRecord = page.ownRecord ? listed(page.ownRecord) : null

@@ -24,18 +24,10 @@ interface SessionCookie {
   clear(ctx: RouteContext): void
 }
 
-const cookies = new WeakMap<Readonly<PlatformConfig>, SessionCookie>()
-
 /**
  * The session cookie of this configuration, keyed by SESSION_SECRET (a comma list: the first
- * seals, all open) or the secret generated once into DATA_DIR. Built once per config.
+ * seals, all open) or the secret generated once into DATA_DIR.
  */
-export function sessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
-  let jar = cookies.get(config)
-  if (!jar) cookies.set(config, (jar = createSessionCookie(config)))
-  return jar
-}
-
 function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
   const keys = sealKeys(loadSecret(config.dataDir, 'session-secret', config.sessionSecret))
   const httpsOrigins = new Set(config.origins.filter((origin) => origin.startsWith('https://')))
@@ -51,7 +43,7 @@ function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
       const states: SessionState[] = []
       if (!header) return states
       // A cookie of the same name that another site of the parent domain set (cookie tossing)
-      // comes too, often first: each is opened, and activeSession picks among those that open.
+      // comes too, often first: each is opened, and createAuth picks among those that open.
       for (const pair of header.split(';')) {
         if (!pair.trimStart().startsWith(`${COOKIE_NAME}=`)) continue
         const value = parseCookie(pair)[COOKIE_NAME]
@@ -111,38 +103,30 @@ function jwtExpiry(token: string): number | null {
 }
 
 /**
- * The first of the request's cookies that opens and whose refresh token the backend still
- * honours, issued to the user the cookie names; null when none does. Logout revokes the refresh
- * token, so an old copy of a cookie stops here, and a logged-out cookie another site put first
- * cannot hide the user's own. A cookie sealed with a leaked SESSION_SECRET (one retired but still
- * listed included) still names only the account whose token it holds.
+ * Sessions from the sealed cookie (CONTRACT §2), checked against the backend on every call. The
+ * active session is the first of the request's cookies that opens and whose refresh token the
+ * backend still honours, issued to the user the cookie names. Logout revokes the refresh token,
+ * so an old copy of a cookie stops here, and a logged-out cookie another site put first cannot
+ * hide the user's own. A cookie sealed with a leaked SESSION_SECRET (one retired but still listed
+ * included) still names only the account whose token it holds.
  */
-export async function activeSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState | null> {
-  for (const state of sessionCookie(config).read(ctx, now)) {
-    if (await backend.sessionActive(state.rt, state.uid)) return state
-  }
-  return null
-}
-
-/** The request's active session state (activeSession); else 401 NO_SESSION. */
-export async function requireSession(config: Readonly<PlatformConfig>, backend: Backend, ctx: RouteContext, now: number): Promise<SessionState> {
-  const state = await activeSession(config, backend, ctx, now)
-  if (!state) throw noSession()
-  return state
-}
-
-/** Sessions from the sealed cookie (CONTRACT §2), checked against the backend on every call. */
 export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, now: () => number): Auth {
   // Load (or generate) the sealing secret now, so a DATA_DIR problem stops the start, not a request.
-  sessionCookie(config)
+  const cookie = createSessionCookie(config)
+  const active = async (ctx: RouteContext): Promise<SessionState | null> => {
+    for (const state of cookie.read(ctx, now())) {
+      if (await backend.sessionActive(state.rt, state.uid)) return state
+    }
+    return null
+  }
   return {
     async require(ctx) {
-      const state = await requireSession(config, backend, ctx, now())
-      return { id: state.uid, username: state.usn }
+      const state = await active(ctx)
+      if (!state) throw noSession()
+      return state
     },
-    async optional(ctx) {
-      const state = await activeSession(config, backend, ctx, now())
-      return state && { id: state.uid, username: state.usn }
-    },
+    optional: active,
+    write: (ctx, state) => cookie.write(ctx, state, now()),
+    clear: (ctx) => cookie.clear(ctx),
   }
 }

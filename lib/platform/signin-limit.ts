@@ -137,7 +137,7 @@ export class SigninLimit {
   #withUnrecorded(address: string, now: number, recorded: number[]): number[] {
     const kept = this.#unrecorded.get(address)
     if (kept === undefined) return recorded
-    const live = kept.filter((time) => time > now - WINDOW_MS)
+    const live = kept.filter((time) => time > now - WINDOW_MS && time <= now + WINDOW_MS)
     if (live.length === 0) this.#unrecorded.delete(address)
     else this.#unrecorded.set(address, live)
     return [...recorded, ...live].sort((a, b) => a - b)
@@ -195,7 +195,10 @@ function key(address: string): string {
   return `signin:${address}`
 }
 
-/** The wait a list of failures (oldest first) imposes at `now`. */
+/**
+ * The wait a list of failures (oldest first) imposes at `now`: never more than the window, even
+ * for failures stamped a little ahead (another instance's clock, or this one's stepped back).
+ */
 function waitOf(failures: number[], now: number): number {
-  return failures.length >= MAX_FAILURES ? failures[failures.length - MAX_FAILURES]! + WINDOW_MS - now : 0
+  return failures.length >= MAX_FAILURES ? Math.min(failures[failures.length - MAX_FAILURES]!, now) + WINDOW_MS - now : 0
 }

@@ -76,7 +76,7 @@ interface Tunnels {
 }
 
 /** The platform's forwarding of `/terminal-ws/` upgrades, as its stop needs it. */
-export interface TerminalProxy {
+interface TerminalProxy {
   /**
    * Cut every forwarded connection TUNNEL_GRACE_MS from now (at SIGTERM): a terminal is no request
    * to finish, and a tunnel whose client reads nothing would otherwise hold the stop for its whole

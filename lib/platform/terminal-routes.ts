@@ -1,6 +1,7 @@
 import { replyNegotiated } from '../catalogue/negotiate.js'
 import { readIgnoredBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
+import { noSession } from '../backend/refusals.js'
 import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
@@ -25,7 +26,7 @@ export function terminalRoutes(router: Router, app: App): void {
     // hears so whatever it sends, and its body is not read.
     const gate = await checkDevGate(app, ctx)
     if (!gate.admitted) {
-      throw gate.status === 401 ? new HttpError(401, 'NO_SESSION', 'sign in first') : new HttpError(403, 'FORBIDDEN', 'developer access required')
+      throw gate.status === 401 ? noSession() : new HttpError(403, 'FORBIDDEN', 'developer access required')
     }
     // No body, or `{}`: anything else gets the JSON body errors of CONTRACT §4 (415, 400, 413).
     await readIgnoredBody(ctx.req)

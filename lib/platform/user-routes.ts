@@ -8,14 +8,12 @@ import { RENAME_RULE } from '../limiter.js'
 import type { App } from './app.js'
 import { namedByDevAccess, sameUsername } from './dev-gate.js'
 import { UsernameBody } from './schemas.js'
-import { renamedState, requireSession, sessionCookie } from './session.js'
+import { renamedState } from './session.js'
 
 /** `PUT /api/user/username` (spec 4 rule 5, CONTRACT §3). */
 export function userRoutes(router: Router, app: App): void {
-  const cookie = sessionCookie(app.config)
-
   router.add('PUT', '/api/user/username', async (ctx) => {
-    const state = await requireSession(app.config, app.backend, ctx, app.now())
+    const state = await app.auth.require(ctx)
     const { username } = await readBody(ctx.req, UsernameBody)
     await keepListedNames(app, state.uid, username)
     // One backend step: bucket read, take, rename, bucket write; 409 or 429 leave everything as it was.
@@ -27,7 +25,7 @@ export function userRoutes(router: Router, app: App): void {
         logLine({ event: 'user.rename_refresh_failed', userId: state.uid, error: err instanceof Error ? err.message : String(err) })
         return null
       })
-      if (renamed) cookie.write(ctx, renamed, app.now())
+      if (renamed) app.auth.write(ctx, renamed)
     }
     json(ctx.res, 200, { success: true, username: account.username }, NO_STORE)
   })

@@ -379,13 +379,14 @@ function rpcRename(ctx, logger, nk, payload) {
 
 // The times of a named window's events younger than windowMs (the platform's failed sign-ins per
 // address), owned by the system user; with record, `now` is added (keeping the latest `keep`)
-// with a storage-version check, so instances adding at once lose none.
+// with a storage-version check, so instances adding at once lose none. Times more than windowMs
+// ahead of `now` are dropped, as lib/backend/embedded/event-windows.ts drops them (a clock stepped back).
 function rpcEventWindow(ctx, logger, nk, payload) {
   serverOnly(ctx);
   var p = parsePayload(payload);
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     var object = readObject(nk, WINDOWS, p.key, SYSTEM_USER);
-    var times = (object && object.value.times ? object.value.times : []).filter(function (t) { return t > p.now - p.windowMs; });
+    var times = (object && object.value.times ? object.value.times : []).filter(function (t) { return t > p.now - p.windowMs && t <= p.now + p.windowMs; });
     if (!p.record) {
       // A window with nothing left in it goes, so addresses that stopped failing leave nothing behind.
       if (object && !times.length) {

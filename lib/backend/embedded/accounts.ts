@@ -1,8 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type { PlatformConfig } from '../../config.js'
-import { HttpError } from '../../http/errors.js'
-import { invalidCredentials, tooManyRenames, userNotFound, usernameTaken } from '../refusals.js'
+import { invalidCredentials, noSession, tooManyRenames, userNotFound, usernameTaken } from '../refusals.js'
 import type { Rule } from '../../limiter.js'
 import { loadSecret } from '../../secrets.js'
 import type { Account, AccountPart, BackendSession } from '../backend.js'
@@ -102,7 +101,7 @@ export class AccountStore implements AccountPart {
   async refresh(refreshToken: string): Promise<BackendSession> {
     const claims = this.#sessions.check(refreshToken)
     const row = claims && this.#byId(claims.uid)
-    if (!claims || !row) throw new HttpError(401, 'NO_SESSION', 'refresh token invalid or expired')
+    if (!claims || !row) throw noSession()
     // Nakama re-reads the username on refresh, so a renamed user's new token carries the new name.
     return this.#sessions.refresh(claims, row.username)
   }
@@ -129,7 +128,7 @@ export class AccountStore implements AccountPart {
     let committed = (): void => {}
     const rename = this.db.transaction((): Account => {
       const row = this.#byId(userId)
-      if (!row) throw new HttpError(401, 'NO_SESSION', 'no such account')
+      if (!row) throw noSession()
       // The same name, same case: nothing changes, so nothing is spent.
       if (row.username === username) return this.#account(row)
       const holder = this.#byName(username)

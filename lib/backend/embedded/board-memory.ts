@@ -5,14 +5,14 @@ import { RankIndex } from './rank-index.js'
 import type { RecordEntry as Entry, Statements } from './leaderboard-sql.js'
 
 /** The period being served: records expiring at `expiry`, valid for writes at `from` <= now < expiry. */
-export interface Period {
+interface Period {
   expiry: number
   from: number
   index: RankIndex<Entry>
 }
 
 /** A catalogue board, and what memory holds of it. */
-export interface Board {
+interface Board {
   config: LeaderboardConfig
   period: Period | null
   /** The board's generation in the file when `period` last matched it (read again with each fill). */

@@ -18,10 +18,10 @@ export class EventWindowStore {
     this.#sweep = db.prepare('DELETE FROM event_windows WHERE last_at <= ?')
   }
 
-  /** The times of `key`'s events younger than `windowMs` at `now`, oldest first. */
+  /** The times of `key`'s events younger than `windowMs` at `now`, oldest first (Backend.eventWindow). */
   recent(key: string, now: number, windowMs: number): number[] {
     const row = this.#read.get(key)
-    return row ? (JSON.parse(row.times) as number[]).filter((time) => time > now - windowMs) : []
+    return row ? (JSON.parse(row.times) as number[]).filter((time) => time > now - windowMs && time <= now + windowMs) : []
   }
 
   /** Add `now` to `key`'s window, keeping the latest `keep`; the times after it. */

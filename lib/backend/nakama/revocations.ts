@@ -6,10 +6,16 @@ const ACTIVE_TTL_MS = 1_000
 /** Past this many remembered sessions, forget the ones whose answer has lapsed, or all. */
 const MAX_ENTRIES = 50_000
 
-interface Entry {
-  revoked: boolean
-  /** Unix ms until which the answer holds: the token's expiry for a revocation. */
-  until: number
+/**
+ * What this instance knows of a session: logged out, until its token's expiry (Unix ms); or not,
+ * trusted until a deadline on the monotonic clock (performance.now()), which a wall-clock step
+ * can neither stretch nor cut.
+ */
+type Entry = { revoked: true; expiresAt: number } | { revoked: false; trustedUntil: number }
+
+/** Whether `entry` still answers at `now` (Unix ms). */
+function holds(entry: Entry, now: number): boolean {
+  return entry.revoked ? entry.expiresAt > now : entry.trustedUntil > performance.now()
 }
 
 /**
@@ -27,9 +33,9 @@ export class Revocations {
    */
   async isRevoked(uid: string, tid: string, exp: number, now: number): Promise<boolean> {
     const hit = this.#cache.get(tid)
-    if (hit && hit.until > now) return hit.revoked
+    if (hit && holds(hit, now)) return hit.revoked
     const answer = await this.client.rpc('playfield_session_revoked', { userId: uid, tid, exp }, RevokedAnswer, { idempotent: true })
-    this.#remember(tid, { revoked: answer.revoked, until: now + ACTIVE_TTL_MS })
+    this.#remember(tid, answer.revoked ? { revoked: true, expiresAt: exp * 1000 } : { revoked: false, trustedUntil: performance.now() + ACTIVE_TTL_MS }, now)
     return answer.revoked
   }
 
@@ -38,14 +44,13 @@ export class Revocations {
     await this.client.rpc('playfield_revoke_session', {
       userId: session.uid, tid: session.tid, exp: session.exp, token: session.token, refreshToken: session.refreshToken,
     }, RevokeAnswer)
-    this.#remember(session.tid, { revoked: true, until: session.exp * 1000 })
+    this.#remember(session.tid, { revoked: true, expiresAt: session.exp * 1000 }, Date.now())
   }
 
-  #remember(tid: string, entry: Entry): void {
+  #remember(tid: string, entry: Entry, now: number): void {
     this.#cache.set(tid, entry)
     if (this.#cache.size <= this.maxEntries) return
-    const now = Date.now()
-    for (const [key, value] of this.#cache) if (value.until <= now) this.#cache.delete(key)
+    for (const [key, value] of this.#cache) if (!holds(value, now)) this.#cache.delete(key)
     // A logout is remembered until its session expires (30 days, say), and Nakama's storage has
     // them all: start over rather than grow, and sweep at most once per maxEntries / 2 answers.
     if (this.#cache.size > this.maxEntries / 2) this.#cache.clear()

@@ -2,10 +2,11 @@ import { createHmac } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { decodeJwt, expectError, signUp, sessionOf } from './helpers/accounts.js'
 import { signToken, verifyToken } from '../lib/backend/embedded/tokens.js'
-import { hashPassword, verifyPassword } from '../lib/backend/embedded/passwords.js'
+import { HashQueue, hashPassword, verifyPassword } from '../lib/backend/embedded/passwords.js'
 import { authRoutes } from '../lib/platform/auth-routes.js'
 import { startClockedPlatform } from './helpers/clocked-platform.js'
 
@@ -124,6 +125,27 @@ t.test('a backend token verifies only unchanged, HS256, unexpired and signed wit
   t.equal(verifyToken('garbage', ['k1'], 0), null)
   const noExp = signToken({ ...claims, exp: undefined } as unknown as typeof claims, 'k1')
   t.equal(verifyToken(noExp, ['k1'], 0), null, 'exp is required')
+})
+
+t.test('HashQueue: `running` tasks at once, `waiting` more in order, then 503 BACKEND_UNAVAILABLE at once', async (t) => {
+  const queue = new HashQueue(2, 3)
+  let running = 0
+  let most = 0
+  const started: number[] = []
+  const task = (i: number): Promise<number> =>
+    queue.run(async () => {
+      started.push(i)
+      most = Math.max(most, ++running)
+      await sleep(20)
+      running--
+      return i
+    })
+  const results = await Promise.allSettled([0, 1, 2, 3, 4, 5].map(task))
+  t.same(results.slice(0, 5), [0, 1, 2, 3, 4].map((value) => ({ status: 'fulfilled', value })), 'two running and three waiting all run')
+  t.match(results[5], { status: 'rejected', reason: { status: 503, code: 'BACKEND_UNAVAILABLE', headers: { 'retry-after': '1' } } }, 'the sixth is refused')
+  t.same([most, started], [2, [0, 1, 2, 3, 4]], 'never more than two at once, in the order they came')
+  await t.rejects(queue.run(async () => Promise.reject(new Error('scrypt failed'))), /scrypt failed/)
+  t.same(await Promise.all([5, 6, 7, 8, 9].map(task)), [5, 6, 7, 8, 9], 'a task that failed gave its place back')
 })
 
 t.test('a password is stored as scrypt with a salt of its own: the same password twice gives two hashes, each verifying only it', async (t) => {

@@ -90,7 +90,7 @@ export function refusalStatus(socket: Duplex | null): number | undefined {
 }
 
 /** Destroy a refused socket that has not closed within REFUSED_DRAIN_MS. */
-function cutLater(socket: Duplex): void {
+export function cutLater(socket: Duplex): void {
   const cut = setTimeout(() => socket.destroy(), REFUSED_DRAIN_MS).unref()
   socket.once('close', () => clearTimeout(cut))
 }

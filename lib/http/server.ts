@@ -4,11 +4,11 @@ import { clientAddress, header } from './client-address.js'
 import { headerLines } from './header-lines.js'
 import { parseTarget, pathnameOf } from './target.js'
 import { NO_PARAMS, type Router, type RouteContext } from './router.js'
-import { HttpError } from './errors.js'
+import { HttpError, rateLimited } from './errors.js'
 import { sendError, toHttpError } from './reply.js'
 import { logLine } from '../log.js'
 import { CLIENT_CLOSED, logRequest } from './access-log.js'
-import { refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
+import { cutLater, refusalStatus, serverOnClientError, serverOnConnect } from './client-error.js'
 import { nextRequestId } from './request-id.js'
 import { trackConnections } from './close.js'
 import { hasBody, MAX_BODY_BYTES, readIgnoredBody } from './body.js'
@@ -163,9 +163,20 @@ class Exchange implements RouteContext {
 /** Connections that end after the answer being made: requests read on them after it are not served. */
 const closing = new WeakSet<object>()
 
+/**
+ * Requests read on one connection whose answers are not all out, past which the connection is
+ * refused: a client that pipelines requests and never reads had every one of them answered into
+ * memory (400 requests of 57 bytes, 5.6 MB of answers), and held them and its descriptor for good.
+ * Browsers and proxies send one request at a time.
+ */
+const MAX_UNANSWERED = 32
+const unanswered = new WeakMap<object, number>()
+
 /** The access-log line, one per request, when the response is done (or the client went away). */
 function resOnClose(this: PlatformResponse): void {
   const ex = this.exchange!
+  const socket = ex.req.socket
+  unanswered.set(socket, unanswered.get(socket)! - 1)
   // Closed before its answer was out: the client went away (nginx's 499, "client closed request").
   // A request a parser refusal cut short (a body that never came: 408) has that refusal's status.
   const status = this.writableFinished ? this.statusCode : ((ex.req.complete ? undefined : refusalStatus(ex.req.socket)) ?? CLIENT_CLOSED)
@@ -180,13 +191,24 @@ function handle(
   options: ServerOptions,
   origins: Set<string>,
 ): void {
-  if (closing.has(req.socket)) return
+  const socket = req.socket
+  if (closing.has(socket)) return
+  const pending = (unanswered.get(socket) ?? 0) + 1
+  unanswered.set(socket, pending)
   const ex = new Exchange(req, res, options.log, options.trustProxy)
   const { method, pathname } = ex
   ;(res as PlatformResponse).exchange = ex
   // `on`, not `once`: a response closes once, and once's wrapper cost a closure per request.
   res.on('close', resOnClose)
   try {
+    if (pending > MAX_UNANSWERED) {
+      // Answered in its turn after those before it, then the connection ends, and is cut if the
+      // client has not read that far within the refusals' drain time. Requests behind it are dropped.
+      res.shouldKeepAlive = false
+      closing.add(socket)
+      cutLater(socket)
+      throw rateLimited(`more than ${MAX_UNANSWERED} requests on this connection wait for their answers; read them first`, 1000)
+    }
     if (!ex.validTarget) throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL')
     // RFC 9112 §3.2: HTTP/1.1 requires Host (HTTP/1.0 may leave it out), and more than one Host
     // line is 400 whatever the version (Node keeps the first and drops the rest).

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { HttpError } from '../../http/errors.js'
 
 // scrypt cost: N=2^14, r=8, p=1 (16 MiB, about 60 ms on this project's 2-core CI machine).
 // N=2^15 doubled that; a sign-in should stay well under a quarter second with 20 in flight.
@@ -7,12 +8,46 @@ export const COST = { N: 16_384, r: 8, p: 1 } as const
 const SALT_BYTES = 16
 const KEY_BYTES = 32
 
+/**
+ * Runs at most `running` tasks at once and holds at most `waiting` more in order; past that a task
+ * is refused at once with 503 BACKEND_UNAVAILABLE and `Retry-After: 1`.
+ */
+export class HashQueue {
+  #running = 0
+  readonly #waiting: (() => void)[] = []
+
+  constructor(readonly running: number, readonly waiting: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running < this.running) this.#running++
+    else if (this.#waiting.length < this.waiting) await new Promise<void>((resolve) => this.#waiting.push(resolve))
+    else throw new HttpError(503, 'BACKEND_UNAVAILABLE', 'too many sign-ins at once; try again shortly', undefined, { 'retry-after': '1' })
+    try {
+      return await task()
+    } finally {
+      // The place goes straight to the oldest waiting task, or is freed.
+      const next = this.#waiting.shift()
+      if (next) next()
+      else this.#running--
+    }
+  }
+}
+
+/**
+ * Every hash of this process. Two at once: libuv's pool has four threads, which file reads (the
+ * screenshots) share, and queued hashes ahead of a read made it wait seconds under a burst of
+ * sign-ins; on two cores two hashes use all the CPU anyway. The rest wait here, not in libuv's
+ * queue, whose every item a process exit waits for (400 queued held a SIGTERM for 16 s). 256
+ * waiting is about 8 s of hashing on the two-core CI machine.
+ */
+const hashes = new HashQueue(2, 256)
+
 function derive(password: string, salt: Buffer, cost: { N: number; r: number; p: number }): Promise<Buffer> {
   const options: ScryptOptions = { ...cost, maxmem: 256 * cost.N * cost.r }
   // Asynchronous: scrypt runs on libuv's thread pool, so a sign-in never blocks the event loop.
-  return new Promise((resolve, reject) => {
+  return hashes.run(() => new Promise((resolve, reject) => {
     scrypt(password, salt, KEY_BYTES, options, (err, key) => (err ? reject(err) : resolve(key)))
-  })
+  }))
 }
 
 /** A new salted hash of `password`: `scrypt$N$r$p$<salt>$<key>` (base64url). */
@@ -39,7 +74,11 @@ let dummy: Promise<string> | undefined
  * whether a name exists. Always false.
  */
 export async function verifyNothing(password: string): Promise<false> {
-  dummy ??= hashPassword(randomBytes(16).toString('hex'))
+  // Made again by the next call when the queue refused it.
+  dummy ??= hashPassword(randomBytes(16).toString('hex')).catch((err: unknown) => {
+    dummy = undefined
+    throw err
+  })
   await verifyPassword(password, await dummy)
   return false
 }

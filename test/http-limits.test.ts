@@ -2,7 +2,7 @@ import t from 'tap'
 import net from 'node:net'
 import { readdirSync, readlinkSync } from 'node:fs'
 import { startPlatform } from './helpers/platform.js'
-import { rawBytes, rawRequest, trickle, type RawResponse } from './helpers/raw-http.js'
+import { rawBytes, rawRequest, trickle, waitForLog, type RawResponse } from './helpers/raw-http.js'
 
 // The limits CONTRACT §4 and the README's API section give, on the real platform, at their edges.
 const platform = await startPlatform()
@@ -126,4 +126,25 @@ t.test('a GET with a body is held to the body rules: over 65,536 bytes is 413, n
   const small = await rawRequest(platform.url, 'GET', '/api/games', { 'content-type': 'application/json', 'content-length': '2' }, '{}')
   t.equal(small.status, 200)
   t.equal((body(small) as { success: boolean }).success, true)
+})
+
+t.test('at its descriptor limit the platform refuses new connections, logs it, and serves again once they close', async (t) => {
+  // 200 descriptors: connections are held to 150, leaving 50 for the database, files and the rest.
+  const capped = await startPlatform({ wrapper: ['prlimit', '--nofile=200:200'] })
+  t.teardown(() => capped.stop())
+  const idle: net.Socket[] = []
+  t.teardown(() => idle.forEach((socket) => socket.destroy()))
+  for (let i = 0; i < 170; i++) {
+    const socket = net.connect(capped.port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    idle.push(socket)
+  }
+  await waitForLog(capped.logs, 'http.connections_full')
+  t.match(capped.logs.find((entry) => entry.event === 'http.connections_full'), { max: 150, dropped: 1 })
+  t.equal(idle.filter((socket) => !socket.destroyed).length >= 150, true, 'the first 150 are held')
+  for (const socket of idle) socket.destroy()
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const res = await fetch(`${capped.url}/api/games`)
+  t.equal(res.status, 200, 'served again')
+  t.notMatch(capped.stderr(), /EMFILE/, 'no descriptor ran out')
 })

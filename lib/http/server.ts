@@ -13,6 +13,7 @@ import { nextRequestId } from './request-id.js'
 import { trackConnections } from './close.js'
 import { hasBody, MAX_BODY_BYTES, readIgnoredBody } from './body.js'
 import { SLOW_CLIENT_LIMITS } from './slow-clients.js'
+import { capConnections } from './connection-cap.js'
 
 interface ServerOptions {
   router: Router
@@ -50,6 +51,7 @@ export function createServer(options: ServerOptions): http.Server {
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => serverOnClientError(err, socket, options.log ?? logLine))
   server.on('connect', (req: IncomingMessage, socket) => serverOnConnect(req, socket, options.log ?? logLine))
   trackConnections(server)
+  capConnections(server, options.log ?? logLine)
   return server
 }
 

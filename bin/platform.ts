@@ -1,17 +1,16 @@
 import { onReload } from '../lib/platform/reload-signal.js'
 import { loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkManifestsDir, checkScreenshotsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
+import { checkDirectories, checkManifestsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
 import { createServer } from '../lib/http/server.js'
 import { listen } from '../lib/http/listen.js'
-import { logLine } from '../lib/log.js'
+import { logLine, messageOf } from '../lib/log.js'
 import { closeGracefully } from '../lib/http/close.js'
 import { createBackend } from '../lib/backend/create.js'
-import { CatalogueHolder, CatalogueInvalid, runCheck } from '../lib/catalogue/load.js'
+import { CatalogueHolder, CatalogueInvalid } from '../lib/catalogue/load.js'
 import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
-import { checkEmbeddedDatabase } from '../lib/backend/embedded/index.js'
-import { loadTerminalAssets } from '../lib/platform/terminal-html.js'
+import { runCheckCommand } from '../lib/platform/check-cli.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
 import { catalogueReloader } from '../lib/platform/catalogue-reload.js'
 import { onStop } from '../lib/stop-signal.js'
@@ -56,12 +55,7 @@ async function main(): Promise<void> {
     const [command, ...args] = process.argv.slice(2)
     // `check` takes no arguments: `check junk` is a usage error, not a check that ignored them.
     if (command === 'check' && args.length === 0) {
-      checkManifestsDir(config.manifestsDir)
-      checkScreenshotsDir(config.screenshotsDir)
-      // What the start would refuse besides: a database a newer version migrated, a page file gone.
-      if (config.gameBackend === 'embedded') checkEmbeddedDatabase(config)
-      loadTerminalAssets()
-      process.stdout.write(`${await runCheck(config)}\n`)
+      process.stdout.write(`${await runCheckCommand(config)}\n`)
       process.exit(0)
     }
     if (command === 'users') process.exit(await runUsersCommand(config, args))
@@ -80,7 +74,7 @@ async function main(): Promise<void> {
     }
     // Anything else that stops the start (the database locked past its busy time-out, a full
     // disk) may pass: one line, never a stack trace, and exit 1, which the unit restarts.
-    process.stderr.write(`platform: cannot start: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.stderr.write(`platform: cannot start: ${messageOf(err)}\n`)
     process.exit(1)
   }
 }

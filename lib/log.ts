@@ -57,3 +57,8 @@ const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\
 export function escapeControls(text: string): string {
   return text.replace(CONTROL, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+/** An error's message for a log line, or the thrown value as text when it is not an Error. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
@@ -147,7 +148,7 @@ t.test('logins whose clients went away while waiting for a place hold none', asy
     ...Array.from({ length: 20 }, abandoned),
   ])
   t.same(answers.slice(0, 10).map((r) => (r as Response).status), Array(10).fill(200))
-  await new Promise((r) => setTimeout(r, 500))
+  await sleep(500)
   const later = await Promise.race([
     Promise.all(Array.from({ length: 10 }, () => c.post('/api/auth/login', { username: 'Limited', password: 'right password' }))),
     new Promise<null>((r) => setTimeout(() => r(null), 10_000)),

@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import t from 'tap'
 import { WebSocket } from 'ws'
 import { alive, connect, maskedText, ORIGIN, readPaced, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 const pidOf = (c: TermClient): number => c.frames.find((f) => f.type === 'created')!.pid as number
 

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import t, { type Test } from 'tap'
 import { OutputBatcher } from '../lib/bridge/output.js'
 import { alive, connect, readPaced, startBridge, type Frame, type TermClient, until } from './helpers/terminal.js'
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 /** Characters `seq 1 n` writes to a terminal: each number and CR LF. */
 function seqChars(n: number): number {
   let chars = 0
@@ -269,6 +269,6 @@ t.test('a flood that ends on the size cap leaves Node\'s immediates working', as
     })
   })
   t.ok(delay < 500, `the immediate ran ${delay} ms after the close`)
-  await new Promise((r) => setTimeout(r, 50))
+  await sleep(50)
   t.same(frames, [20_000, 100, 70_000, 0], 'the cancelled timer sent nothing more')
 })

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Socket } from 'node:net'
 import t from 'tap'
 import { alive, connect, NO_FORKS, startBridge, until } from './helpers/terminal.js'
@@ -121,7 +122,7 @@ t.test('a client that floods bad frames and never reads: once the socket buffers
     const now = cpu()
     const idle = now === last
     last = now
-    await new Promise((r) => setTimeout(r, 300))
+    await sleep(300)
     return idle
   }, 60_000, 'the bridge to go idle')
   clearInterval(sampler)
@@ -220,10 +221,10 @@ t.test('input counts as waiting only until the shell has read it: 1.8 MB typed i
   const at = c.frames.length
   c.send({ type: 'input', data: 'cat >/dev/null\r' })
   for (let i = 0; i < 3; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 500))
+    await sleep(500)
     c.send({ type: 'input', data: 'x'.repeat(600_000) })
   }
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  await sleep(500)
   const mark = c.output.length
   c.send({ type: 'input', data: '\x03' })
   // Ctrl-C flushes the terminal's input queue: the next command waits for the prompt.
@@ -266,7 +267,7 @@ t.test('a shell that does not read its input: past 1 MiB waiting, input is refus
     await c.until(() => c.output.includes('READY'), 10_000, 'the shell to start sleeping')
     c.send({ type: 'input', data: 'x'.repeat(1_000_000) })
     c.send({ type: 'input', data: 'x'.repeat(200_000) })
-    await new Promise((r) => setTimeout(r, 200))
+    await sleep(200)
     t.notOk(c.frames.some((f) => f.type === 'error'), `${ending}: up to the mark, input is taken`)
     const at = c.frames.length
     c.send({ type: 'input', data: 'x'.repeat(200_000) })
@@ -281,11 +282,11 @@ t.test('a shell that does not read its input: past 1 MiB waiting, input is refus
       c.ws.terminate()
     }
     let deadline = Date.now() + 5_000
-    while (alive(shellPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while (alive(shellPid) && Date.now() < deadline) await sleep(50)
     t.notOk(alive(shellPid), `${ending}: the shell (now the program) is gone`)
     deadline = Date.now() + 5_000
     const health = async (): Promise<{ connections: number }> => (await fetch(`http://127.0.0.1:${bridge.port}/`)).json() as Promise<{ connections: number }>
-    while ((await health()).connections > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while ((await health()).connections > 0 && Date.now() < deadline) await sleep(50)
     t.equal((await health()).connections, 0, `${ending}: the connection's place is free again`)
   }
 })
@@ -296,7 +297,7 @@ t.test('input of just under 1 MiB is accepted', async (t) => {
   await c.frame('created')
   await c.run('stty -icanon -echo; exec 3>/dev/null')
   c.send({ type: 'input', data: 'y'.repeat(1024 * 1024 - 100) })
-  await new Promise((r) => setTimeout(r, 200))
+  await sleep(200)
   t.equal(c.closed, null)
   c.ws.close()
 })

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
@@ -50,7 +51,7 @@ t.test('GET / asking for an upgrade the bridge does not offer (h2c: curl --http2
   const answer = await rawExchange(bridge.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA')
   t.match(answer, /^HTTP\/1\.1 200 /)
   t.match(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)), { status: 'ok', max: 8 })
-  await new Promise((r) => setTimeout(r, 50))
+  await sleep(50)
   t.same(bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused'), [], 'no refusal logged')
 })
 
@@ -85,7 +86,7 @@ t.test('an upgrade Node\'s parser refuses (a byte no target may hold) is a JSON 
   t.match(line, { status: 400, error: 'HPE_INVALID_URL' })
   t.same(bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused'), [], 'not an upgrade the bridge saw')
   t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(unspent)}`, ORIGIN), 101, 'the ticket was not spent: it never reached the check')
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   t.match(await health(), { status: 'ok' })
 })
 
@@ -138,7 +139,7 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
     const upgrade = await rawExchange(bridge.port, `GET ${target}${q(ticket())} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
     t.match(upgrade, /^HTTP\/1\.1 404 /, `${target}: only /ws as written, not a path URL parsing makes /ws`)
   }
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   t.same(childrenOf(bridge.child.pid!), [], 'no shell was spawned')
   t.match(await health(), { connections: 0 })
   const refused = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused')
@@ -169,7 +170,7 @@ t.test('handshakes ws refuses after the ticket and origin passed are logged as r
     t.match(raw, new RegExp(`^HTTP/1\\.1 ${status} `), reason)
     t.match(raw, header, `${reason}: its header`)
     t.ok(raw.endsWith(`\r\n\r\n${reason}`), `${reason}: the reason is the body`)
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     // (The previous case's reuse, refused 401, may be logged after `logged` was taken.)
     const lines = bridge.logs.slice(logged).filter((l) => l.event === 'terminal.refused' && l.reason !== 'ticket already used')
     t.same(lines.map(({ time: _, ...l }) => l), [{ event: 'terminal.refused', status, reason, user: 'dev', origin: ORIGIN }], `${reason}: logged`)
@@ -180,7 +181,7 @@ t.test('handshakes ws refuses after the ticket and origin passed are logged as r
 
 t.test('a ticket minted before the bridge started is refused: single use holds across a restart', async (t) => {
   const before = ticket()
-  await new Promise((r) => setTimeout(r, 5))
+  await sleep(5)
   const restarted = await startBridge()
   t.teardown(() => restarted.stop())
   t.equal(await upgradeStatus(restarted.port, '/ws?ticket=' + encodeURIComponent(before), ORIGIN), 401, 'unexpired, but older than the process')
@@ -255,7 +256,7 @@ t.test('a shell that sends its bridge SIGUSR1 opens no debugger in it', async (t
   c.send({ type: 'create' })
   await c.frame('created')
   await c.run('kill -USR1 $PPID')
-  await new Promise((r) => setTimeout(r, 500))
+  await sleep(500)
   // Node's inspector would listen on 127.0.0.1:9229 and run any code sent to it inside the bridge.
   t.notMatch(bridge.stderr(), /Debugger listening/, 'Node did not start its inspector')
   t.match(await c.run('echo still-here'), /still-here/, 'the shell goes on')

@@ -1,4 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { endSession, KILL_GRACE_MS } from '../lib/bridge/session-kill.js'
 
@@ -10,7 +11,6 @@ function session(script: string): { pid: number; ended: Promise<NodeJS.Signals |
   return { pid: child.pid!, ended }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** Processes of session `sid` that have not ended (zombies have), as `ps` lists them. */
 function alive(sid: number): string[] {

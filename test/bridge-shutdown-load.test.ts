@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { alive, connect, startBridge, type TermClient } from './helpers/terminal.js'
 
 // Found by a robustness audit: every ending session scanned all of /proc on its own, 20 times a
@@ -22,7 +23,7 @@ t.test('SIGTERM with 64 live sessions, output in progress and jobs that ignore S
   // ignores SIGHUP. Paced, not floods: 64 floods would load this test process, which reads them
   // all, so much that it saw the bridge's exit seconds late when another test file ran beside it.
   clients.forEach((c, i) => c.send({ type: 'input', data: i % 2 ? 'while :; do echo x; sleep 0.5; done\r' : '(trap "" HUP; while :; do echo x; sleep 0.5; done) & sleep 1005\r' }))
-  await new Promise((r) => setTimeout(r, 1_500))
+  await sleep(1_500)
   const started = Date.now()
   const exited = await bridge.stop('SIGTERM')
   const took = Date.now() - started

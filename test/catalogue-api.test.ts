@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
@@ -368,7 +369,7 @@ t.test('/screenshots/ serves no file outside SCREENSHOTS_DIR through a link, no 
   for (let i = 0; i < 20; i++) await rawRequest(platform.url, 'GET', '/screenshots/games/marble-maze-lab/secret.txt')
   let after = fds()
   for (let i = 0; i < 50 && after > before; i++) {
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     after = fds()
   }
   t.ok(after <= before, `descriptors back to ${before} (now ${after})`)

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { spawn } from 'node:child_process'
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -77,10 +78,10 @@ t.test('a SIGHUP while bin/platform starts is kept: the process lives, and reloa
       return false
     }
   }
-  while (!catchesHup()) await new Promise((r) => setTimeout(r, 1))
+  while (!catchesHup()) await sleep(1)
   t.notOk(events.includes('platform.listening'), 'signalled before the server listens')
   child.kill('SIGHUP')
-  for (let i = 0; i < 500 && !events.includes('catalogue.reloaded'); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 500 && !events.includes('catalogue.reloaded'); i++) await sleep(20)
   t.same([child.exitCode, child.signalCode], [null, null], 'still running')
   t.equal(stderr, '')
   t.ok(events.indexOf('catalogue.reloaded') > events.indexOf('platform.listening'), 'reloaded once listening')

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
@@ -31,14 +32,14 @@ t.test('every acknowledged submission survives SIGKILL mid-stream, with its rank
       } catch {
         return // the connection died with the process
       }
-      await new Promise((resolve) => setTimeout(resolve, 60))
+      await sleep(60)
     }
   })
   // Let every user get a few acknowledgements (however slow the machine), then a little more.
   for (let waited = 0; users.some((u) => u.acked < 3 * users.length) && waited < 30_000; waited += 50) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
   }
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  await sleep(300)
   // Kill while requests are in flight: no graceful close, no final commit.
   first.child.kill('SIGKILL')
   killed = true

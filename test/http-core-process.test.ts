@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import { startPlatform } from './helpers/platform.js'
 import { rawExchange, rawRequest, waitForLog } from './helpers/raw-http.js'
@@ -13,7 +14,7 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
   let line: Record<string, unknown> | undefined
   for (let i = 0; i < 100 && !line; i++) {
     line = platform.logs.find((e) => e.event === 'http.request' && e.id === id)
-    if (!line) await new Promise((r) => setTimeout(r, 20))
+    if (!line) await sleep(20)
   }
   t.match(line, { time: /^\d{4}-\d\d-\d\dT/, event: 'http.request', id, method: 'GET', path: '/api/games', status: 200, ms: Number, ip: '127.0.0.1' })
   const ms = line!.ms as number
@@ -43,7 +44,7 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     let entry: Record<string, unknown> | undefined
     for (let i = 0; i < 100 && !entry; i++) {
       entry = platform.logs.find((e) => e.id === id || (typeof e.raw === 'string' && e.raw.includes(String(id))))
-      if (!entry) await new Promise((r) => setTimeout(r, 20))
+      if (!entry) await sleep(20)
     }
     t.match(entry, { event: 'http.request', id, method: 'GET', path, status: 404 }, `${target} is logged as ${path}`)
     t.equal(entry?.path, path, `${target}: the logged path is exactly ${path}`)
@@ -58,7 +59,7 @@ t.test('the real platform: X-Request-Id and one JSON access-log line on stdout p
     let entry: Record<string, unknown> | undefined
     for (let i = 0; i < 100 && !entry; i++) {
       entry = platform.logs.find((e) => e.id === id)
-      if (!entry) await new Promise((r) => setTimeout(r, 20))
+      if (!entry) await sleep(20)
     }
     t.match(entry, { event: 'http.request', id, path, status: 200 }, `${target} is logged as ${path}`)
     t.equal(entry?.path, path, `${target}: the logged path is exactly ${path}`)
@@ -93,7 +94,7 @@ function slowRequest(port: number, body: string, connection = 'close'): { respon
 async function sigtermDuringLogin(connection = 'close') {
   const platform = await startPlatform()
   const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), connection)
-  await new Promise((r) => setTimeout(r, 300))
+  await sleep(300)
   const mark = platform.logs.length
   platform.child.kill('SIGTERM')
   return { platform, slow, mark }
@@ -145,7 +146,7 @@ t.test('SIGTERM with pipelined requests in flight: each is answered before the c
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
   // The login checks a password (tens of ms): SIGTERM comes while it runs and the guest waits behind it.
   socket.write(post('/api/auth/login', login) + post('/api/auth/guest', ''))
-  await new Promise((r) => setTimeout(r, 10))
+  await sleep(10)
   platform.child.kill('SIGTERM')
   await closed
   const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))

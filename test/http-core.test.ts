@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net, { type AddressInfo } from 'node:net'
 import { BlockList } from 'node:net'
 import { Compile, Type } from '../lib/typebox.js'
@@ -8,7 +9,7 @@ import { closeGracefully } from '../lib/http/close.js'
 import { readBody, readJson } from '../lib/http/body.js'
 import { json, html } from '../lib/http/reply.js'
 import { HttpError, rateLimited } from '../lib/http/errors.js'
-import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+import { jsonOf, rawRequest } from './helpers/raw-http.js'
 
 const ORIGIN = 'https://play.example.com'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -40,7 +41,7 @@ const router = new Router()
   })
   .add('POST', '/api/count', ({ res }) => json(res, 200, { success: true, count: ++counted }))
   .add('GET', '/api/slow', async ({ res }) => {
-    await new Promise((r) => setTimeout(r, 400))
+    await sleep(400)
     json(res, 200, { success: true, slow: true })
   })
 
@@ -53,7 +54,6 @@ t.before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () =
 })))
 t.teardown(() => closeGracefully(server, 1000))
 
-const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
 const post = (path: string, payload: string | Buffer, headers: Record<string, string> = {}) =>
   rawRequest(base, 'POST', path, { 'content-type': 'application/json', ...headers }, payload)
 
@@ -61,7 +61,7 @@ t.test('unknown routes: 404 NOT_FOUND as JSON under /api/, as HTML elsewhere', a
   const api = await rawRequest(base, 'GET', '/api/nothing-here')
   t.equal(api.status, 404)
   t.equal(api.headers['content-type'], 'application/json; charset=utf-8')
-  t.strictSame(body(api), { error: 'no route for /api/nothing-here', code: 'NOT_FOUND' })
+  t.strictSame(jsonOf(api), { error: 'no route for /api/nothing-here', code: 'NOT_FOUND' })
   const page = await rawRequest(base, 'GET', '/nothing-here')
   t.equal(page.status, 404)
   t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
@@ -157,7 +157,7 @@ t.test('a known path with another method: 405 METHOD_NOT_ALLOWED with Allow', as
   const res = await rawRequest(base, 'DELETE', '/api/things')
   t.equal(res.status, 405)
   t.equal(res.headers['allow'], 'POST, PUT')
-  t.strictSame(body(res), { error: 'DELETE not allowed', code: 'METHOD_NOT_ALLOWED' })
+  t.strictSame(jsonOf(res), { error: 'DELETE not allowed', code: 'METHOD_NOT_ALLOWED' })
   const get = await post('/api/thing', '{}')
   t.equal(get.headers['allow'], 'GET, HEAD')
 })
@@ -192,12 +192,12 @@ t.test('the router: fixed paths before parameters whatever the method, HEAD as G
 t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', async (t) => {
   const ok = await post('/api/things', '{"name":"kit"}')
   t.equal(ok.status, 200)
-  t.strictSame(body(ok), { success: true, got: { name: 'kit' } })
+  t.strictSame(jsonOf(ok), { success: true, got: { name: 'kit' } })
 
   const big = JSON.stringify({ name: 'x'.repeat(70_000) })
   const tooLarge = await post('/api/things', big)
   t.equal(tooLarge.status, 413)
-  t.strictSame(body(tooLarge), { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' })
+  t.strictSame(jsonOf(tooLarge), { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' })
   const chunked = await rawRequest(base, 'POST', '/api/things', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big)
   t.equal(chunked.status, 413, 'also when no length is announced')
   const atLimit = await post('/api/things', JSON.stringify({ name: 'y'.repeat(65_536 - 11) }))
@@ -205,7 +205,7 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
 
   const plain = await post('/api/things', 'name=kit', { 'content-type': 'text/plain' })
   t.equal(plain.status, 415)
-  t.strictSame(body(plain), { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' })
+  t.strictSame(jsonOf(plain), { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' })
   const none = await rawRequest(base, 'POST', '/api/things', {}, '{"name":"kit"}')
   t.equal(none.status, 415, 'no Content-Type')
   // Two Content-Type lines: Node keeps the first, a proxy before it may have read the last; the
@@ -220,19 +220,19 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
   }
   for (const headers of [{}, { 'content-type': 'text/plain' }, { 'content-type': 'application/json' }] as Record<string, string>[]) {
     const empty = await rawRequest(base, 'POST', '/api/things', headers)
-    t.strictSame([empty.status, body(empty)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `no body at all, ${JSON.stringify(headers)}: 400, not 415`)
+    t.strictSame([empty.status, jsonOf(empty)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `no body at all, ${JSON.stringify(headers)}: 400, not 415`)
     const emptyChunked = await rawRequest(base, 'POST', '/api/things', { ...headers, 'transfer-encoding': 'chunked' }, '')
-    t.strictSame([emptyChunked.status, body(emptyChunked)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `an empty chunked body, ${JSON.stringify(headers)}: the same`)
+    t.strictSame([emptyChunked.status, jsonOf(emptyChunked)], [400, { error: 'the request needs a JSON body', code: 'INVALID_JSON' }], `an empty chunked body, ${JSON.stringify(headers)}: the same`)
   }
 
   const broken = await post('/api/things', '{"name": ')
   t.equal(broken.status, 400)
-  t.strictSame(body(broken), { error: 'body is not valid JSON', code: 'INVALID_JSON' })
+  t.strictSame(jsonOf(broken), { error: 'body is not valid JSON', code: 'INVALID_JSON' })
 
   const invalid = await post('/api/things', '{"name": "", "extra": 1}')
   t.equal(invalid.status, 400)
-  t.match(body(invalid), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: Array })
-  const details = (body(invalid) as { details: { path: string; message: string }[] }).details
+  t.match(jsonOf(invalid), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: Array })
+  const details = (jsonOf(invalid) as { details: { path: string; message: string }[] }).details
   t.ok(details.some((d) => d.path === '/name'), 'details name the bad field')
   for (const d of details) t.strictSame(Object.keys(d).sort(), ['message', 'path'])
   // TypeBox stops after a few errors, all of them on the extra keys once there are many.
@@ -240,7 +240,7 @@ t.test('JSON bodies: 200, 413, 415, 400 INVALID_JSON, 400 VALIDATION_FAILED', as
     const keys = Object.fromEntries(Array.from({ length: extras }, (_, i) => [`k${i}`, i]))
     const many = await post('/api/things', JSON.stringify({ name: 'kit', ...keys }))
     t.strictSame(
-      [many.status, body(many)],
+      [many.status, jsonOf(many)],
       [400, { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/', message: 'must not have additional properties' }] }],
       `${extras} extra keys: one detail that says so`,
     )
@@ -252,23 +252,23 @@ t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another chars
   for (const byte of [0xff, 0xfe, 0xe9]) {
     const bad = await post('/api/things', Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([byte]), Buffer.from('"}')]))
     t.equal(bad.status, 400, `byte 0x${byte.toString(16)}`)
-    t.strictSame(body(bad), { error: 'body is not valid UTF-8', code: 'INVALID_JSON' })
+    t.strictSame(jsonOf(bad), { error: 'body is not valid UTF-8', code: 'INVALID_JSON' })
   }
   // RFC 8259 §8.1: a parser may ignore a leading byte-order mark; one anywhere else is not JSON.
   const bom = Buffer.from([0xef, 0xbb, 0xbf])
   const marked = await post('/api/things', Buffer.concat([bom, Buffer.from('{"name":"kit"}')]))
-  t.strictSame([marked.status, body(marked)], [200, { success: true, got: { name: 'kit' } }], 'a leading BOM is skipped')
+  t.strictSame([marked.status, jsonOf(marked)], [200, { success: true, got: { name: 'kit' } }], 'a leading BOM is skipped')
   for (const misplaced of [Buffer.concat([bom, bom, Buffer.from('{"name":"kit"}')]), Buffer.concat([Buffer.from(' '), bom, Buffer.from('{"name":"kit"}')])]) {
     const res = await post('/api/things', misplaced)
-    t.strictSame([res.status, body(res)], [400, { error: 'body is not valid JSON', code: 'INVALID_JSON' }], 'a BOM past the first bytes is not JSON')
+    t.strictSame([res.status, jsonOf(res)], [400, { error: 'body is not valid JSON', code: 'INVALID_JSON' }], 'a BOM past the first bytes is not JSON')
   }
   const latin1 = await post('/api/things', '{"name":"kit"}', { 'content-type': 'application/json; charset=latin1' })
   t.equal(latin1.status, 415)
-  t.strictSame(body(latin1), { error: 'a JSON body must be UTF-8 (charset=utf-8 or none)', code: 'UNSUPPORTED_MEDIA_TYPE' })
+  t.strictSame(jsonOf(latin1), { error: 'a JSON body must be UTF-8 (charset=utf-8 or none)', code: 'UNSUPPORTED_MEDIA_TYPE' })
   for (const type of ['application/json; charset=UTF-8', 'application/json;', 'application/json ; ', 'Application/JSON;; charset="utf-8"']) {
     const ok = await post('/api/things', '{"name":"café"}', { 'content-type': type })
     t.equal(ok.status, 200, type)
-    t.strictSame(body(ok), { success: true, got: { name: 'café' } })
+    t.strictSame(jsonOf(ok), { success: true, got: { name: 'café' } })
   }
   const other = await post('/api/things', '{"name":"kit"}', { 'content-type': 'application/json-patch+json' })
   t.equal(other.status, 415, 'another JSON media type')
@@ -277,19 +277,19 @@ t.test('JSON bodies are UTF-8: invalid bytes are 400 INVALID_JSON, another chars
 t.test('a charset parameter given twice is 415, whichever comes first: a proxy may read the other one', async (t) => {
   for (const type of ['application/json; charset=utf-16; charset=utf-8', 'application/json; charset=utf-8; CHARSET=utf-8']) {
     const res = await post('/api/things', '{"name":"kit"}', { 'content-type': type })
-    t.strictSame([res.status, body(res)], [415, { error: 'the charset parameter is repeated', code: 'UNSUPPORTED_MEDIA_TYPE' }], type)
+    t.strictSame([res.status, jsonOf(res)], [415, { error: 'the charset parameter is repeated', code: 'UNSUPPORTED_MEDIA_TYPE' }], type)
   }
 })
 
 t.test('an optional body: none, an empty chunked one without a type, or JSON; anything else is refused', async (t) => {
   const none = await rawRequest(base, 'POST', '/api/optional', { 'content-length': '0' })
-  t.strictSame([none.status, body(none)], [200, { success: true, got: null }])
+  t.strictSame([none.status, jsonOf(none)], [200, { success: true, got: null }])
   const emptyChunked = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked' }, '')
-  t.strictSame([emptyChunked.status, body(emptyChunked)], [200, { success: true, got: null }], 'empty chunked body, no Content-Type')
+  t.strictSame([emptyChunked.status, jsonOf(emptyChunked)], [200, { success: true, got: null }], 'empty chunked body, no Content-Type')
   const chunkedJson = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked', 'content-type': 'application/json' }, '{"a":1}')
-  t.strictSame([chunkedJson.status, body(chunkedJson)], [200, { success: true, got: { a: 1 } }])
+  t.strictSame([chunkedJson.status, jsonOf(chunkedJson)], [200, { success: true, got: { a: 1 } }])
   const chunkedText = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked', 'content-type': 'text/plain' }, 'a=1')
-  t.strictSame([chunkedText.status, body(chunkedText)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }])
+  t.strictSame([chunkedText.status, jsonOf(chunkedText)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }])
   const untyped = await rawRequest(base, 'POST', '/api/optional', { 'transfer-encoding': 'chunked' }, '{"a":1}')
   t.equal(untyped.status, 415, 'a non-empty body still needs its type')
 })
@@ -300,7 +300,7 @@ t.test('numbers JSON.parse would change are refused with 400 VALIDATION_FAILED; 
     for (const text of [`{"n":${n}}`, `{"m":{"deep":[1,${n}]}}`]) {
       const res = await post('/api/any-json', text)
       t.equal(res.status, 400, text)
-      t.strictSame(body(res), { error: `the number ${n} cannot be kept exactly`, code: 'VALIDATION_FAILED' }, text)
+      t.strictSame(jsonOf(res), { error: `the number ${n} cannot be kept exactly`, code: 'VALIDATION_FAILED' }, text)
     }
   }
   const kept: [string, unknown][] = [
@@ -317,7 +317,7 @@ t.test('numbers JSON.parse would change are refused with 400 VALIDATION_FAILED; 
   ]
   for (const [text, got] of kept) {
     const res = await post('/api/any-json', text)
-    t.strictSame([res.status, body(res)], [200, { success: true, got }], text)
+    t.strictSame([res.status, jsonOf(res)], [200, { success: true, got }], text)
   }
 })
 
@@ -397,8 +397,8 @@ function writeThenLeave(bytes: string, afterMs: number, how: 'close' | 'reset'):
 t.test('a client that closes mid-body is logged as 499, not as a 500 with a stack or a 400 refusal', async (t) => {
   const from = logs.length
   await writeThenLeave('POST /api/any-json HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"ki', 100, 'close')
-  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
-  await new Promise((r) => setTimeout(r, 100))
+  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await sleep(20)
+  await sleep(100)
   const lines = logs.slice(from)
   t.match(lines.filter((e) => e.event === 'http.request' && e.path === '/api/any-json'), [{ method: 'POST', path: '/api/any-json', status: 499 }], 'one access-log line, 499')
   t.same(lines.filter((e) => e.event === 'http.error'), [], 'no http.error')
@@ -416,7 +416,7 @@ t.test('a client that half-closes mid-request still gets the answers to the requ
   })
   t.equal(got.match(/^HTTP\/1\.1 /gm)?.length, 1, 'one answer')
   t.match(got, /^HTTP\/1\.1 200 /, 'the whole request is answered')
-  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 50 && !logs.slice(from).some((e) => e.event === 'http.request' && e.path === '/api/any-json'); i++) await sleep(20)
   const lines = logs.slice(from)
   t.match(lines.filter((e) => e.event === 'http.request'), [{ path: '/api/slow', status: 200 }, { path: '/api/any-json', status: 499 }], 'the access log: 200, then 499 for the one cut short')
   t.same(lines.filter((e) => e.event === 'http.client_error'), [], 'no refusal logged')
@@ -465,7 +465,7 @@ t.test('a request whose body never comes gets 408, and the access log says 408 f
     socket.setEncoding('utf8').on('data', (d: string) => (got += d)).on('close', () => resolve(got)).on('error', reject)
   })
   t.match(answer, /^HTTP\/1\.1 408 [^]*"code":"REQUEST_TIMEOUT"\}$/)
-  for (let i = 0; i < 50 && !own.some((e) => e.event === 'http.request'); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 50 && !own.some((e) => e.event === 'http.request'); i++) await sleep(20)
   t.match(own.filter((e) => e.event === 'http.request'), [{ method: 'POST', path: '/api/things', status: 408 }], 'the request cut short: 408, not 499')
 })
 
@@ -489,7 +489,7 @@ t.test('a request that came whole is logged 499 when its client leaves, not with
   const from = logs.length
   await writeThenLeave('GET /api/slow HTTP/1.1\r\nHost: a\r\n\r\nGARBAGE\r\n\r\n', 50, 'reset')
   const line = (): Record<string, unknown> | undefined => logs.slice(from).find((e) => e.event === 'http.request' && e.path === '/api/slow')
-  for (let i = 0; i < 50 && !line(); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 50 && !line(); i++) await sleep(20)
   t.match(line(), { status: 499 })
 })
 
@@ -521,11 +521,11 @@ t.test('inputs that made the body checks take quadratic time are answered as any
   // Both once blocked the event loop for seconds (a regular expression on them): 5.3 s for this
   // number, 1.5 s for a 15 KB Content-Type. Now each is one pass.
   const zeros = await post('/api/any-json', `1.${'0'.repeat(65_000)}1`)
-  t.strictSame([zeros.status, (body(zeros) as { code: string }).code], [400, 'VALIDATION_FAILED'], 'a number that reads as 1 but is not')
+  t.strictSame([zeros.status, (jsonOf(zeros) as { code: string }).code], [400, 'VALIDATION_FAILED'], 'a number that reads as 1 but is not')
   const exact = await post('/api/any-json', `1${'0'.repeat(10)}.${'0'.repeat(65_000)}`)
-  t.strictSame([exact.status, body(exact)], [200, { success: true, got: 1e10 }], 'an integer written with many zeros after the point')
+  t.strictSame([exact.status, jsonOf(exact)], [200, { success: true, got: 1e10 }], 'an integer written with many zeros after the point')
   const semicolons = await post('/api/any-json', '{"a":1}', { 'content-type': `application/json${';'.repeat(15_000)}` })
-  t.strictSame([semicolons.status, body(semicolons)], [200, { success: true, got: { a: 1 } }], 'only empty parameters')
+  t.strictSame([semicolons.status, jsonOf(semicolons)], [200, { success: true, got: { a: 1 } }], 'only empty parameters')
   const junk = await post('/api/any-json', '{"a":1}', { 'content-type': `application/json${'; '.repeat(5_000)}x` })
   t.equal(junk.status, 415, 'a parameter without a value')
 })
@@ -533,7 +533,7 @@ t.test('inputs that made the body checks take quadratic time are answered as any
 t.test('a content-encoded JSON body is 415 and is not read as JSON', async (t) => {
   const { gzipSync } = await import('node:zlib')
   const gz = await post('/api/things', gzipSync('{"name":"kit"}'), { 'content-encoding': 'gzip' })
-  t.strictSame([gz.status, body(gz)], [415, { error: 'a JSON body must not be content-encoded (no Content-Encoding)', code: 'UNSUPPORTED_MEDIA_TYPE' }])
+  t.strictSame([gz.status, jsonOf(gz)], [415, { error: 'a JSON body must not be content-encoded (no Content-Encoding)', code: 'UNSUPPORTED_MEDIA_TYPE' }])
   const identity = await post('/api/things', '{"name":"kit"}', { 'content-encoding': 'identity' })
   t.equal(identity.status, 200, 'identity is no coding')
   const chunked = (coding: string, json: string): string =>
@@ -557,7 +557,7 @@ t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real 
   for (const path of ['/api/boom', '/api/async-boom']) {
     const res = await rawRequest(base, 'GET', path)
     t.equal(res.status, 500)
-    t.strictSame(body(res), { error: 'internal error', code: 'INTERNAL' })
+    t.strictSame(jsonOf(res), { error: 'internal error', code: 'INTERNAL' })
     const logged = logs.find((e) => e.event === 'http.error' && e.id === res.headers['x-request-id'])
     t.match(logged, { event: 'http.error', method: 'GET', path }, `${path}: logged with its request id`)
     t.match(String(logged?.error), /\n\s+at /, 'the log has the stack')
@@ -568,14 +568,14 @@ t.test('errors never carry a stack: 500 INTERNAL with a fixed message, the real 
   t.notMatch(page.body.toString(), /secret|at .*\.js/)
   const teapot = await rawRequest(base, 'GET', '/api/teapot')
   t.equal(teapot.status, 418)
-  t.strictSame(body(teapot), { error: 'short and stout', code: 'TEAPOT' })
+  t.strictSame(jsonOf(teapot), { error: 'short and stout', code: 'TEAPOT' })
   t.notOk(logs.some((e) => e.event === 'http.error' && e.id === teapot.headers['x-request-id']), 'an HttpError below 500 is not an error log')
 })
 
 t.test('429 RATE_LIMITED: Retry-After is the wait in whole seconds, rounded up and at least 1, so a client that waits it is not refused again', async (t) => {
   for (const [ms, seconds] of [[1, '1'], [999, '1'], [1000, '1'], [1001, '2'], [1499, '2'], [59_001, '60'], [0, '1']] as const) {
     const res = await rawRequest(base, 'GET', `/api/limited?ms=${ms}`)
-    t.strictSame([res.status, body(res), res.headers['retry-after']], [429, { error: 'slow down', code: 'RATE_LIMITED' }, seconds], `${ms} ms to wait`)
+    t.strictSame([res.status, jsonOf(res), res.headers['retry-after']], [429, { error: 'slow down', code: 'RATE_LIMITED' }, seconds], `${ms} ms to wait`)
   }
 })
 
@@ -619,7 +619,7 @@ t.test('a state-changing request from a foreign origin is 403 FORBIDDEN_ORIGIN; 
   for (const method of ['POST', 'PUT']) {
     const res = await rawRequest(base, method, '/api/things', { origin: 'https://evil.example', 'content-type': 'application/json' }, '{"name":"kit"}')
     t.equal(res.status, 403, method)
-    t.strictSame(body(res), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' })
+    t.strictSame(jsonOf(res), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' })
   }
   t.equal((await post('/api/things', '{"name":"kit"}', { origin: ORIGIN })).status, 200, 'an allowed origin')
   t.equal((await post('/api/things', '{"name":"kit"}')).status, 200, 'no Origin (not a browser)')
@@ -639,7 +639,7 @@ t.test('X-Request-Id on every response, and one access-log line per request carr
   const ids = responses.map((r) => r.headers['x-request-id'])
   for (const id of ids) t.match(id, UUID)
   t.equal(new Set(ids).size, ids.length, 'unique')
-  await new Promise((r) => setTimeout(r, 50))
+  await sleep(50)
   for (const [i, res] of responses.entries()) {
     const lines = logs.filter((e) => e.event === 'http.request' && e.id === ids[i])
     t.equal(lines.length, 1, `one line for ${ids[i]}`)
@@ -653,11 +653,11 @@ t.test('closeGracefully finishes a request in flight, then closes', async (t) =>
   await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()))
   const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
   const slow = rawRequest(url, 'GET', '/api/slow')
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   const closed = closeGracefully(other, 5000)
   const res = await slow
   t.equal(res.status, 200)
-  t.strictSame(body(res), { success: true, slow: true })
+  t.strictSame(jsonOf(res), { success: true, slow: true })
   await closed
   await t.rejects(rawRequest(url, 'GET', '/api/thing'), 'no longer accepting')
 })

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net, { type AddressInfo } from 'node:net'
 import { BlockList } from 'node:net'
 import { Router } from '../lib/http/router.js'
@@ -7,7 +8,7 @@ import { closeGracefully } from '../lib/http/close.js'
 import { readJson } from '../lib/http/body.js'
 import { json } from '../lib/http/reply.js'
 import { reinject } from '../lib/http/reinject.js'
-import { rawBytes, rawRequest, type RawResponse } from './helpers/raw-http.js'
+import { jsonOf, rawBytes, rawRequest } from './helpers/raw-http.js'
 
 // Edges of lib/http the other HTTP tests leave open, each found by a mutation of the built code
 // that they let pass: a flat header list without Vary, a HEAD with a body, a long fraction, a
@@ -48,7 +49,6 @@ t.before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () =
 })))
 t.teardown(() => closeGracefully(server, 1000))
 
-const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
 
 t.test('an API answer written as one flat header list still carries Vary: Origin, X-Request-Id and nosniff', async (t) => {
   for (const path of ['/api/flat', '/api/flat-reason']) {
@@ -57,7 +57,7 @@ t.test('an API answer written as one flat header list still carries Vary: Origin
     t.equal(res.headers['vary'], 'Origin', `${path}: Vary: Origin (CONTRACT §2: every API response)`)
     t.match(res.headers['x-request-id'], UUID, `${path}: a request id`)
     t.equal(res.headers['x-content-type-options'], 'nosniff', `${path}: nosniff`)
-    t.strictSame(body(res), { success: true })
+    t.strictSame(jsonOf(res), { success: true })
   }
   const page = await rawRequest(base, 'GET', '/flat-page')
   t.equal(page.status, 200)
@@ -81,7 +81,7 @@ t.test('a fraction with more digits than a double keeps is kept as JSON.parse re
   for (const n of ['0.12345678901234567', '1.9007199254740993', '-3.00000000000000000001e-5', '123.45678901234567890123']) {
     const text = `{"n":${n}}`
     const res = await rawRequest(base, 'POST', '/api/any-json', { 'content-type': 'application/json' }, text)
-    t.strictSame([res.status, body(res)], [200, { success: true, got: JSON.parse(text) }], text)
+    t.strictSame([res.status, jsonOf(res)], [200, { success: true, got: JSON.parse(text) }], text)
   }
 })
 
@@ -98,7 +98,7 @@ t.test('a header whose value spells Host or Content-Type is not a second such li
 t.test('a Content-Encoding of identity is no coding in any case: IDENTITY is read as JSON', async (t) => {
   for (const coding of ['IDENTITY', 'Identity']) {
     const res = await rawRequest(base, 'POST', '/api/any-json', { 'content-type': 'application/json', 'content-encoding': coding }, '{"a":1}')
-    t.strictSame([res.status, body(res)], [200, { success: true, got: { a: 1 } }], coding)
+    t.strictSame([res.status, jsonOf(res)], [200, { success: true, got: { a: 1 } }], coding)
   }
   const gz = await rawRequest(base, 'POST', '/api/any-json', { 'content-type': 'application/json', 'content-encoding': 'GZIP' }, '{"a":1}')
   t.equal(gz.status, 415, 'GZIP is gzip: refused')
@@ -110,7 +110,7 @@ async function clientOf(trust: BlockList, headers: Record<string, string>): Prom
   await new Promise<void>((resolve) => proxied.listen(0, '127.0.0.1', resolve))
   try {
     const res = await rawRequest(`http://127.0.0.1:${(proxied.address() as AddressInfo).port}`, 'GET', '/api/whoami', headers)
-    const { ip, proto } = body(res) as { ip: string; proto: string }
+    const { ip, proto } = jsonOf(res) as { ip: string; proto: string }
     return { ip, proto }
   } finally {
     await closeGracefully(proxied, 1000)
@@ -158,7 +158,7 @@ t.test('closeGracefully cuts a request that never completes once the grace is ov
   })
   const before = held
   await new Promise<void>((resolve) => socket.write('POST /api/held HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a', () => resolve()))
-  while (held === before) await new Promise((r) => setTimeout(r, 20))
+  while (held === before) await sleep(20)
   await closeGracefully(other, 300)
   t.equal(await cut, '', 'the request cut short gets no answer: its connection is closed')
   t.match(logged.filter((e) => e.event === 'http.request' && e.path === '/api/held'), [{ status: 499 }], 'and it is logged as 499 by the time closeGracefully resolves')

@@ -1,14 +1,14 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import { readdirSync, readlinkSync } from 'node:fs'
 import { startPlatform } from './helpers/platform.js'
-import { rawBytes, rawRequest, trickle, waitForLog, type RawResponse } from './helpers/raw-http.js'
+import { jsonOf, rawBytes, rawRequest, trickle, waitForLog } from './helpers/raw-http.js'
 
 // The limits CONTRACT §4 and the README's API section give, on the real platform, at their edges.
 const platform = await startPlatform()
 t.teardown(() => platform.stop())
 
-const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
 const TOO_LARGE = { error: 'body larger than 65536 bytes', code: 'PAYLOAD_TOO_LARGE' }
 
 /** A login body of exactly `bytes` bytes: its password is too long for the schema, so it is read and refused with 400. */
@@ -38,10 +38,10 @@ t.test('a body of exactly 65,536 bytes is read, one byte more is 413, whether fr
     }
     const atLimit = await send(loginOf(65_536))
     t.equal(atLimit.status, 400, `${framing}: 65,536 bytes are read`)
-    t.strictSame(body(atLimit), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/password', message: 'must not have more than 256 characters' }] })
+    t.strictSame(jsonOf(atLimit), { error: 'request does not match the schema', code: 'VALIDATION_FAILED', details: [{ path: '/password', message: 'must not have more than 256 characters' }] })
     const over = await send(loginOf(65_537))
     t.equal(over.status, 413, `${framing}: 65,537 bytes are too many`)
-    t.strictSame(body(over), TOO_LARGE)
+    t.strictSame(jsonOf(over), TOO_LARGE)
     t.equal(over.headers['connection'], 'close')
   }
 })
@@ -89,7 +89,7 @@ t.test('a client that pipelines requests and never reads the answers is let go w
   client.on('error', () => undefined)
   await open
   const held = (): string[] => [...sockets()].filter((s) => !before.has(s))
-  while (held().length > 0 && Date.now() - started < 90_000) await new Promise((r) => setTimeout(r, 500))
+  while (held().length > 0 && Date.now() - started < 90_000) await sleep(500)
   const seconds = (Date.now() - started) / 1000
   t.same(held(), [], `the platform holds no socket of it after ${seconds} s`)
   t.ok(seconds < 40, 'within the refusal\'s 30 s drain time')
@@ -113,19 +113,19 @@ t.test('a GET with a body is held to the body rules: over 65,536 bytes is 413, n
   for (const path of ['/api/games', '/api/auth/session']) {
     const declared = await rawRequest(platform.url, 'GET', path, { 'content-type': 'application/json', 'content-length': String(big.length) }, big)
     t.equal(declared.status, 413, `${path}: Content-Length ${big.length}`)
-    t.strictSame(body(declared), TOO_LARGE)
+    t.strictSame(jsonOf(declared), TOO_LARGE)
     t.equal(declared.headers['connection'], 'close')
     const chunked = await exchange(`GET ${path} HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
       `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`)
     t.match(chunked, /^HTTP\/1\.1 413 /, `${path}: chunked, ${big.length} bytes`)
     t.match(chunked, /\r\n\r\n\{"error":"body larger than 65536 bytes","code":"PAYLOAD_TOO_LARGE"\}$/)
     const text = await rawRequest(platform.url, 'GET', path, { 'content-type': 'text/plain', 'content-length': '5' }, 'hello')
-    t.strictSame([text.status, body(text)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }], `${path}: text/plain`)
+    t.strictSame([text.status, jsonOf(text)], [415, { error: 'body must be application/json', code: 'UNSUPPORTED_MEDIA_TYPE' }], `${path}: text/plain`)
   }
   // A small JSON object is ignored, as by the other endpoints that take no body: the GET is answered.
   const small = await rawRequest(platform.url, 'GET', '/api/games', { 'content-type': 'application/json', 'content-length': '2' }, '{}')
   t.equal(small.status, 200)
-  t.equal((body(small) as { success: boolean }).success, true)
+  t.equal((jsonOf(small) as { success: boolean }).success, true)
 })
 
 t.test('at its descriptor limit the platform refuses new connections, logs it, and serves again once they close', async (t) => {
@@ -143,7 +143,7 @@ t.test('at its descriptor limit the platform refuses new connections, logs it, a
   t.match(capped.logs.find((entry) => entry.event === 'http.connections_full'), { max: 150, dropped: 1 })
   t.equal(idle.filter((socket) => !socket.destroyed).length >= 150, true, 'the first 150 are held')
   for (const socket of idle) socket.destroy()
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await sleep(200)
   const res = await fetch(`${capped.url}/api/games`)
   t.equal(res.status, 200, 'served again')
   t.notMatch(capped.stderr(), /EMFILE/, 'no descriptor ran out')

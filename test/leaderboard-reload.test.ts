@@ -1,4 +1,5 @@
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import path from 'node:path'
 import t from 'tap'
 import Database from 'better-sqlite3'
@@ -9,7 +10,7 @@ const FIXTURES = path.join(ROOT, 'test/fixtures/leaderboards')
 async function until(check: () => Promise<boolean>): Promise<boolean> {
   for (let i = 0; i < 200; i++) {
     if (await check()) return true
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
   }
   return false
 }
@@ -71,7 +72,7 @@ t.test('a reload whose boards the database cannot take at once (another process 
   t.ok(await until(async () => platform.logs.some((l) => l.event === 'catalogue.sync_failed')), 'the refused sync is logged')
   // The retries (every 2 s) do not wait for the lock: requests meanwhile are not held 5 s each time.
   let slowest = 0
-  for (const stop = Date.now() + 5_000; Date.now() < stop; await new Promise((r) => setTimeout(r, 200))) {
+  for (const stop = Date.now() + 5_000; Date.now() < stop; await sleep(200)) {
     const started = Date.now()
     t.equal((await client.get('/api/games')).status, 200)
     slowest = Math.max(slowest, Date.now() - started)

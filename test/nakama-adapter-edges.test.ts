@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
@@ -223,7 +224,7 @@ t.test('boards synced while Nakama is down are created once it is back; a newer 
   await b.syncLeaderboards([board(old)])
   await b.syncLeaderboards([board(kept)])
   await fake.start()
-  for (let i = 0; i < 200 && !fake.state.leaderboards.boards.has(kept); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  for (let i = 0; i < 200 && !fake.state.leaderboards.boards.has(kept); i++) await sleep(50)
   t.ok(fake.state.leaderboards.boards.has(kept), 'the board of the newer catalogue is created in the background')
   t.notOk(fake.state.leaderboards.boards.has(old), 'the board of the replaced catalogue is not')
 })

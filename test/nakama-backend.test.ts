@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
@@ -93,7 +94,7 @@ t.test('logout ends only its session, on every instance, and survives a Nakama r
   t.equal(await two.sessionActive(first.refreshToken, first.userId), true)
   await one.logout(first)
   t.equal(await one.sessionActive(first.refreshToken, first.userId), false)
-  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  await sleep(1_100)
   t.equal(await two.sessionActive(first.refreshToken, first.userId), false, 'another instance sees it once its 1 s cache lapses')
   t.equal(await one.sessionActive(second.refreshToken, second.userId), true, 'the other session stays')
   await expectRejection(t, one.refresh(first.refreshToken), 401, 'NO_SESSION')

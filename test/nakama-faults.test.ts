@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
 import path from 'node:path'
@@ -68,7 +69,7 @@ async function faulted(route: string, fault: (res: ServerResponse) => void, call
 /** The log line the platform wrote for this call with this status since the latest fault began, waiting a moment for stdout. */
 async function logged(route: string, status: number): Promise<Record<string, unknown> | undefined> {
   const find = () => platform.logs.slice(mark).find((l) => l.event === 'nakama.refused' && String(l.request).startsWith(`POST ${route}`) && l.status === status)
-  for (let i = 0; i < 50 && !find(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  for (let i = 0; i < 50 && !find(); i++) await sleep(20)
   return find()
 }
 
@@ -145,7 +146,7 @@ t.test('an answer past 1 MiB is dropped unread (503, the connection closed early
   const res = await faulted('/v2/rpc/playfield_session_revoked', flood, () => c.get('/api/auth/session'))
   t.equal(res.status, 503)
   t.same(await res.json(), UNAVAILABLE)
-  for (let i = 0; i < 100 && sentAtClose < 0; i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  for (let i = 0; i < 100 && sentAtClose < 0; i++) await sleep(20)
   t.ok(sentAtClose >= 0 && sentAtClose < TOTAL / 4, `the platform stopped reading (${sentAtClose} of ${TOTAL} bytes written)`)
   t.match(await logged('/v2/rpc/playfield_session_revoked', 200), { problem: 'over 1048576 bytes' }, 'logged')
 
@@ -207,6 +208,6 @@ t.test('an ordinary logout logs no refusal: Nakama refusing its own logout of a 
   t.equal((await c.get('/api/auth/backend-token')).status, 200)
   const from = platform.logs.length
   t.equal((await c.post('/api/auth/logout')).status, 200)
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await sleep(200)
   t.same(platform.logs.slice(from).filter((l) => l.event === 'nakama.refused'), [], 'no nakama.refused line')
 })

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
@@ -57,7 +58,7 @@ t.test('the sessions of an account deleted in Nakama are over: 401 NO_SESSION fo
   t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 5 })).status, 200)
   fake!.state.users.delete(id)
   // An answer "still active" is trusted for a second.
-  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  await sleep(1_100)
   // Each with the cookie as it was (a 401 clears the cookie of the client that got it).
   for (const [label, res] of [
     ['submit', await on(a, client).post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 9 })],
@@ -78,7 +79,7 @@ t.test('the sessions of an account banned in Nakama are over on every instance, 
   t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 5 })).status, 200)
   t.equal((await copy.get('/api/auth/session')).status, 200)
   fake!.state.ban(id)
-  await new Promise((resolve) => setTimeout(resolve, 1_100)) // "still active" is trusted for a second
+  await sleep(1_100) // "still active" is trusted for a second
   for (const [label, res] of [
     ['submit', await on(a, client).post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 9 })],
     ['launch', await on(a, client).post('/api/games/fixture-native/launch')],
@@ -91,7 +92,7 @@ t.test('the sessions of an account banned in Nakama are over on every instance, 
   t.equal(login.status, 401, 'a login while banned')
   t.same(await login.json(), { error: 'wrong username or password', code: 'INVALID_CREDENTIALS' })
   fake!.state.unban(id)
-  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  await sleep(1_100)
   const res = await on(b, client).get('/api/auth/session')
   t.equal(res.status, 401, 'the session the ban ended stays ended after it is lifted, on the other instance too')
   t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' })
@@ -131,7 +132,7 @@ t.test('logout on one instance ends the session on the other', async (t) => {
   const copy = on(b, client)
   t.equal((await copy.get('/api/auth/session')).status, 200)
   t.equal((await client.post('/api/auth/logout')).status, 200)
-  await new Promise((resolve) => setTimeout(resolve, 1_100)) // the other instance trusts "active" for 1 s
+  await sleep(1_100) // the other instance trusts "active" for 1 s
   const res = await copy.get('/api/auth/session')
   t.equal(res.status, 401)
   t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' })
@@ -255,7 +256,7 @@ t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
   writeFileSync(path.join(dir, 'fixture-extra.json'), JSON.stringify(extra))
   p.child.kill('SIGHUP')
   for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
   }
   t.ok(p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.created as string[]).includes(board)), 'created on reload')
   if (fake) t.match(fake.state.leaderboards.boards.get(board), { operator: 'incr', sortOrder: 'desc', enableRanks: true })
@@ -265,7 +266,7 @@ t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
   writeFileSync(path.join(dir, 'fixture-extra.json'), JSON.stringify(rescheduled))
   const differing = () => p.logs.some((l) => l.event === 'nakama.leaderboards' && (l.differing as string[]).includes(board))
   p.child.kill('SIGHUP')
-  for (let i = 0; i < 100 && !differing(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  for (let i = 0; i < 100 && !differing(); i++) await sleep(50)
   t.ok(differing(), 'a changed reset schedule is logged as differing')
 })
 
@@ -317,7 +318,7 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
   t.equal((await new Client(p.url).get('/api/games')).status, 200)
   t.equal((await new Client(p.url).post('/api/auth/guest')).status, 503)
   await late.start()
-  for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+  for (let i = 0; i < 100 && !p.logs.some((l) => l.event === 'nakama.leaderboards'); i++) await sleep(50)
   t.ok(late.state.leaderboards.boards.has('fx-best-desc'), 'created after Nakama came back')
   t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
 })
@@ -386,7 +387,7 @@ t.test('Nakama refusing a login for its own reasons (429) is 503, never INVALID_
   t.equal(submit.status, 503, 'an overloaded Nakama is 503 on any call, not 500')
   t.same(await submit.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
   const refusal = () => p.logs.find((l) => l.event === 'nakama.refused' && String(l.request).startsWith('POST /v2/rpc/playfield_write_record'))
-  for (let i = 0; i < 50 && !refusal(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  for (let i = 0; i < 50 && !refusal(); i++) await sleep(20)
   t.match(refusal(), { status: 429, problem: 'Too many requests.' }, 'logged')
 
   own.intercept = (_method, route) => (route === '/v2/account/authenticate/custom' ? { status: 409, code: 6, message: 'Username is already in use.' } : undefined)
@@ -394,7 +395,7 @@ t.test('Nakama refusing a login for its own reasons (429) is 503, never INVALID_
   const guest = await new Client(p.url).post('/api/auth/guest')
   t.equal(guest.status, 503)
   t.same(await guest.json(), { error: 'the game backend is unavailable; try again shortly', code: 'BACKEND_UNAVAILABLE' })
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await sleep(200)
   t.equal((own.calls.get('POST /v2/account/authenticate/custom') ?? 0) - before, 5, 'five names drawn, then it stops')
   own.intercept = null
   t.equal((await new Client(p.url).post('/api/auth/guest')).status, 200)
@@ -414,14 +415,14 @@ t.test("at run time, a refused key or a missing module is 503 for users, logged 
     t.equal(res.status, 503, `login ${i + 1}: 503, not 401 and not 429`)
     t.same(await res.json(), unavailable)
   }
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await sleep(100)
   t.equal(misconfigured().length, 12, 'one log line per occurrence')
   t.match(misconfigured()[0], { variable: 'NAKAMA_SERVER_KEY', problem: 'Server key invalid', status: 401, request: 'POST /v2/account/authenticate/email', expected: "Nakama's socket.server_key" })
   own.serverKey = 'defaultkey'
   t.equal((await new Client(p.url).post('/api/auth/login', { username: name('rt'), password: 'correct horse' })).status, 200, 'none of them counted as a failed sign-in')
 
   own.httpKey = 'rotated-http-key'
-  await new Promise((resolve) => setTimeout(resolve, 1_100)) // the 1 s "still active" cache
+  await sleep(1_100) // the 1 s "still active" cache
   const session = await client.get('/api/auth/session')
   t.equal(session.status, 503)
   t.same(await session.json(), unavailable)
@@ -432,7 +433,7 @@ t.test("at run time, a refused key or a missing module is 503 for users, logged 
   own.runtime.rpcs.set('playfield_get_account', getAccount)
   t.equal(missing.status, 503, 'RPC function not found: not 500 INTERNAL')
   t.same(await missing.json(), unavailable)
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await sleep(100)
   t.match(misconfigured().slice(12), [
     { variable: 'NAKAMA_HTTP_KEY', problem: 'HTTP key invalid', status: 401, expected: "Nakama's runtime.http_key" },
     { variable: 'NAKAMA_URL', problem: 'RPC function not found', status: 404, request: 'POST /v2/rpc/playfield_get_account' },
@@ -449,7 +450,7 @@ t.test("Nakama's default 60 s tokens: one warning naming session.token_expiry_se
   const { client } = await register(p, name('short'))
   await new Client(p.url).post('/api/auth/guest')
   for (let i = 0; i < 2; i++) t.equal((await client.get('/api/auth/backend-token')).status, 200)
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await sleep(100)
   const warnings = p.logs.filter((l) => l.event === 'nakama.short_tokens')
   t.equal(warnings.length, 1, 'once per process')
   t.match(warnings[0], { tokenLifetimeSec: Number, neededSec: 300, fix: /session\.token_expiry_sec/ })
@@ -459,7 +460,7 @@ t.test("Nakama's default 60 s tokens: one warning naming session.token_expiry_se
   const quiet = await startPlatform({ env })
   t.teardown(() => quiet.stop())
   await register(quiet, name('long'))
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await sleep(100)
   t.notOk(quiet.logs.some((l) => l.event === 'nakama.short_tokens'), 'no warning with long tokens')
 })
 

@@ -1,9 +1,10 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { readFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { WebSocket } from 'ws'
-import { tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
-import { SITE_CONF, freePort, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
+import { freePort, tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
+import { SITE_CONF, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
 import { SHELL_USER, TICKET_SECRET, TermClient, ensureShellUser, startBridge } from './helpers/terminal.js'
 import { homeOf, parseUnit, unitLaunch, unitText } from './helpers/units.js'
 
@@ -76,7 +77,7 @@ async function waitForLog(process: RunningProcess, test: (line: Record<string, u
   for (let i = 0; i < 100; i++) {
     const line = process.logs.find(test)
     if (line) return line
-    await new Promise((r) => setTimeout(r, 20))
+    await sleep(20)
   }
   return undefined
 }
@@ -177,7 +178,7 @@ function platformLine(id: unknown): Promise<Record<string, unknown> | undefined>
 async function nginxLogged(id: string): Promise<boolean> {
   for (let i = 0; i < 100; i++) {
     if (nginx.accessLog().includes(id)) return true
-    await new Promise((r) => setTimeout(r, 20))
+    await sleep(20)
   }
   return false
 }
@@ -304,7 +305,7 @@ t.test('sign-up, ticket and a terminal session over wss://…/terminal-ws/ws tha
   // The ticket travelled in the query string; nginx logs the request without it.
   let logged = ''
   for (let i = 0; i < 100 && !logged.includes('/terminal-ws/ws'); i++) {
-    await new Promise((r) => setTimeout(r, 20))
+    await sleep(20)
     logged = nginx.accessLog()
   }
   t.match(logged, /"GET \/terminal-ws\/ws HTTP\/1\.1" 101 /, 'the upgrade is logged')

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { startPlatform } from './helpers/platform.js'
-import { rawRequest, type RawResponse } from './helpers/raw-http.js'
+import { jsonOf, rawRequest } from './helpers/raw-http.js'
 
 // CONTRACT §2 on the real platform: the Origin check of every state-changing method, and the
 // preflight a platform origin needs before each of them.
@@ -8,21 +8,20 @@ const ORIGIN = 'https://play.example.com'
 const platform = await startPlatform({ env: { PLATFORM_ORIGINS: `${ORIGIN},http://127.0.0.1:3000` } })
 t.teardown(() => platform.stop())
 
-const body = (res: RawResponse): unknown => JSON.parse(res.body.toString('utf8'))
 
 t.test('DELETE and PATCH from a foreign Origin are 403 FORBIDDEN_ORIGIN, as POST and PUT are, before any route is looked up', async (t) => {
   for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
     for (const origin of ['https://evil.example', 'null', 'https://PLAY.example.com', `${ORIGIN}/`]) {
       const res = await rawRequest(platform.url, method, '/api/auth/session', { origin })
       t.equal(res.status, 403, `${method} from ${origin}`)
-      t.strictSame(body(res), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' }, `${method} from ${origin}: body`)
+      t.strictSame(jsonOf(res), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' }, `${method} from ${origin}: body`)
       t.equal(res.headers['access-control-allow-origin'], undefined, `${method} from ${origin}: no CORS headers`)
       t.equal(res.headers['vary'], 'Origin')
     }
     // The same request from a platform origin reaches the router: the path has GET only.
     const allowed = await rawRequest(platform.url, method, '/api/auth/session', { origin: ORIGIN })
     t.equal(allowed.status, 405, `${method} from a platform origin`)
-    t.strictSame(body(allowed), { error: `${method} not allowed`, code: 'METHOD_NOT_ALLOWED' })
+    t.strictSame(jsonOf(allowed), { error: `${method} not allowed`, code: 'METHOD_NOT_ALLOWED' })
     t.equal(allowed.headers['allow'], 'GET, HEAD')
     t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
   }
@@ -32,7 +31,7 @@ t.test('a foreign state-changing request to a path no route serves is 403 too, n
   for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
     const api = await rawRequest(platform.url, method, '/api/no-such-endpoint', { origin: 'https://evil.example' })
     t.equal(api.status, 403, `${method} /api/no-such-endpoint`)
-    t.strictSame(body(api), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' }, `${method} /api/no-such-endpoint: body`)
+    t.strictSame(jsonOf(api), { error: 'origin not allowed', code: 'FORBIDDEN_ORIGIN' }, `${method} /api/no-such-endpoint: body`)
     t.equal(api.headers['vary'], 'Origin')
     const page = await rawRequest(platform.url, method, '/no-such-page', { origin: 'https://evil.example' })
     t.equal(page.status, 403, `${method} /no-such-page`)
@@ -41,7 +40,7 @@ t.test('a foreign state-changing request to a path no route serves is 403 too, n
     // The same request from a platform origin is the router's 404.
     const allowed = await rawRequest(platform.url, method, '/api/no-such-endpoint', { origin: ORIGIN })
     t.equal(allowed.status, 404, `${method} from a platform origin`)
-    t.equal((body(allowed) as { code: string }).code, 'NOT_FOUND')
+    t.equal((jsonOf(allowed) as { code: string }).code, 'NOT_FOUND')
   }
 })
 

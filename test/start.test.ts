@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
@@ -116,12 +117,12 @@ t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each s
   let answer = ''
   socket.setEncoding('utf8').on('data', (d: string) => (answer += d))
   const closed = new Promise((resolve) => socket.once('close', resolve))
-  await new Promise((r) => setTimeout(r, 200))
+  await sleep(200)
   process.kill(-started.child.pid!, 'SIGINT')
-  await new Promise((r) => setTimeout(r, 300))
+  await sleep(300)
   // npm hands its own SIGINT on to the script.
   started.child.kill('SIGINT')
-  await new Promise((r) => setTimeout(r, 300))
+  await sleep(300)
   socket.write(body.slice(5))
   await closed
   t.match(answer, /^HTTP\/1\.1 401 /, 'the request in progress got its answer')

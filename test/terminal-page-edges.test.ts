@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Page } from 'playwright-core'
 import { runUsersOk } from './helpers/platform.js'
 import { buffer, heldTicketPage, holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
@@ -289,7 +290,7 @@ t.test('the page acknowledges output once xterm has written it, not when it arri
   await page.keyboard.type('echo held-$((3+4))')
   await page.keyboard.press('Enter')
   await waitForScreen(page, /held-7/)
-  await new Promise((resolve) => setTimeout(resolve, 500))
+  await sleep(500)
   t.ok(counts.output > before.output, 'the echo and its output came')
   t.equal(counts.acked, before.acked, 'nothing acknowledged while xterm has not reported it written')
   const held = await page.evaluate(() => (globalThis as unknown as { heldWrites: unknown[] }).heldWrites.length)

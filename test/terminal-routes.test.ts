@@ -1,4 +1,5 @@
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { cpSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
@@ -165,17 +166,17 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   c.ws.close()
   await c.whenClosed()
   const line = () => product.platform.logs.find((l) => l.event === 'http.request' && l.id === id)
-  for (let i = 0; i < 250 && !line(); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 250 && !line(); i++) await sleep(20)
   t.match(line(), { event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 101, ms: Number, ip: '127.0.0.1' }, 'one access-log line when it closes, without the ticket')
   t.equal(product.platform.logs.filter((l) => l.id === id).length, 1)
   // The bridge logs when its side of the connection closes, which through the proxy can come a
   // little after the client's: wait for the line (up to 5 s) rather than a fixed time.
   const logged = () => product.bridge.logs.find((l) => l.event === 'terminal.session' && l.user === 'terminal_proxy')
-  for (let i = 0; i < 250 && !logged(); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 250 && !logged(); i++) await sleep(20)
   t.ok(logged(), 'the bridge logged the session with the username from the ticket')
   const spent = await upgradeAnswer(product.platform.port, `/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, ORIGIN)
   t.equal(spent.status, 401, 'the ticket was spent')
-  for (let i = 0; i < 250 && !product.platform.logs.some((l) => l.id === spent.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 250 && !product.platform.logs.some((l) => l.id === spent.requestId); i++) await sleep(20)
   t.match(product.platform.logs.filter((l) => l.id === spent.requestId), [{ event: 'http.request', path: '/terminal-ws/ws', status: 401 }], 'a refusal the bridge answers is logged with its status')
   t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
   t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 200, 'no upgrade outside /terminal-ws/: the plain answer')
@@ -417,7 +418,7 @@ t.test('with the bridge down, the upgrade through the platform is 502', async (t
   const answer = await upgradeAnswer(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN)
   t.equal(answer.status, 502)
   t.match(answer.requestId, /^[0-9a-f-]{36}$/, 'the 502 carries X-Request-Id')
-  for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await sleep(20)
   t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', method: 'GET', path: '/terminal-ws/ws', status: 502 }], 'and its access-log line')
 })
 
@@ -435,9 +436,9 @@ t.test('a platform stopping cuts the terminals it forwards after 1 s, each logge
   const pid = (await c.frame('created')).pid as number
   // The client stops reading while the shell floods: the tunnel backs up.
   c.send({ type: 'input', data: 'yes 0123456789abcdef\r' })
-  await new Promise((r) => setTimeout(r, 300))
+  await sleep(300)
   ;(ws as unknown as { _socket: { pause(): void } })._socket.pause()
-  await new Promise((r) => setTimeout(r, 500))
+  await sleep(500)
   const started = Date.now()
   t.same(await own.platform.stop('SIGTERM'), { code: 0, signal: null })
   const took = Date.now() - started
@@ -460,9 +461,9 @@ t.test('a terminal upgrade the platform reads after its SIGTERM is refused, 503,
   socket.setEncoding('latin1').on('data', (d: string) => (got += d))
   socket.on('error', () => undefined)
   socket.write(`GET /terminal-ws/ws?ticket=x HTTP/1.1\r\nHost: a\r\nOrigin: ${ORIGIN}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n`)
-  await new Promise((r) => setTimeout(r, 200))
+  await sleep(200)
   const stopped = own.platform.stop('SIGTERM')
-  await new Promise((r) => setTimeout(r, 200))
+  await sleep(200)
   socket.write('Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n')
   await until(() => got.includes('\r\n\r\n'), 5_000, 'the answer').catch(() => undefined)
   t.match(got, /^HTTP\/1\.1 503 /, 'refused')
@@ -482,7 +483,7 @@ t.test('something on the bridge\'s port that closes without answering, or answer
     const answer = await upgradeAnswer(platform.port, '/terminal-ws/ws?ticket=x', ORIGIN)
     t.equal(answer.status, 502, what)
     t.match(answer.requestId, /^[0-9a-f-]{36}$/, `${what}: the 502 carries X-Request-Id`)
-    for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await new Promise((r) => setTimeout(r, 20))
+    for (let i = 0; i < 250 && !platform.logs.some((l) => l.id === answer.requestId); i++) await sleep(20)
     t.match(platform.logs.filter((l) => l.id === answer.requestId), [{ event: 'http.request', path: '/terminal-ws/ws', status: 502 }], `${what}: logged`)
     await platform.stop()
     impostor.close()
@@ -513,7 +514,7 @@ t.test('a request asking for an upgrade the platform does not offer (h2c) is ser
   t.match(answers[1], /^HTTP\/1\.1 401 [^]*"code":"NO_SESSION"/, 'the pipelined request is answered too')
   t.notMatch(text, /101 Switching Protocols/)
   const logged = (): string[] => product.platform.logs.slice(from).filter((l) => l.event === 'http.request').map((l) => `${l.method} ${l.path} ${l.status}`)
-  for (let i = 0; i < 100 && logged().length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 100 && logged().length < 2; i++) await sleep(20)
   t.same(logged(), ['POST /api/auth/login 401', 'GET /api/auth/session 401'], 'both in the access log')
 })
 
@@ -557,7 +558,7 @@ t.test('a connection asking for h2c at every request is read anew 5 times, the 5
   t.same(answers.map((a) => /"code":"([A-Z_]+)"/.exec(a)?.[1]), Array(5).fill('GAME_NOT_FOUND'), 'five answered, in order, then the connection closed')
   t.match(answers[4], /\r\nconnection: close\r\n/i, 'the fifth says so')
   t.ok(answers.slice(0, 4).every((a) => /\r\nconnection: keep-alive\r\n/i.test(a)), 'the first four keep the connection')
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   t.notMatch(product.platform.stderr(), /MaxListenersExceededWarning/, 'no listener piled up')
 })
 
@@ -574,7 +575,7 @@ t.test('a client that resets while its upgrade request waits behind another does
       socket.on('close', () => resolve()).on('error', () => undefined)
     })
   }
-  await new Promise((r) => setTimeout(r, 200))
+  await sleep(200)
   t.equal((await fetch(`${product.platform.url}/api/games`)).status, 200, 'still serving')
 })
 

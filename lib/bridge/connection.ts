@@ -3,6 +3,7 @@ import type { TicketClaims } from '../ticket.js'
 import { parseFrame, type ClientFrame, type ServerFrame } from './protocol.js'
 import type { Registry } from './registry.js'
 import type { Terminal } from './terminal.js'
+import { messageOf } from '../log.js'
 
 /**
  * Pause the PTY while the socket holds more than this unsent, resume below the low mark. Output
@@ -133,7 +134,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
       log({ event: 'terminal.shell', user: claims.username, pid: spawned.pid })
       send({ type: 'created', pid: spawned.pid })
     } catch (err) {
-      log({ event: 'terminal.spawn_failed', user: claims.username, error: err instanceof Error ? err.message : String(err) })
+      log({ event: 'terminal.spawn_failed', user: claims.username, error: messageOf(err) })
       send({ type: 'error', message: 'the shell could not be started' })
     }
   }

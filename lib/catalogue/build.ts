@@ -6,6 +6,7 @@ import { captureProblems, isObject, ruleProblems } from './rules.js'
 import { configDifference, resolveLeaderboard } from './resolve.js'
 import { Representation } from './serialize.js'
 import { DetailCache, type DetailSource } from './details.js'
+import { messageOf } from '../log.js'
 
 /** A manifest file as read from MANIFESTS_DIR, with its capture file when one exists. */
 export interface ManifestFile {
@@ -39,7 +40,7 @@ function parseJson(text: string, file: string, problems: Problem[]): unknown {
  * one) would have its start in check's output and the log.
  */
 function jsonProblem(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err)
+  const message = messageOf(err)
   return message.includes('"') ? 'an unexpected character; the text around it is not shown' : message
 }
 

@@ -1,4 +1,5 @@
 import { Cron } from 'croner'
+import { messageOf } from '../log.js'
 
 /**
  * Why `expr` is not a usable reset schedule, or null when it is. Nakama takes five-field cron
@@ -23,7 +24,7 @@ function findProblem(expr: string): string | null {
   try {
     cron = parse(expr)
   } catch (err) {
-    return `is not a valid cron expression: ${err instanceof Error ? err.message : String(err)}`
+    return `is not a valid cron expression: ${messageOf(err)}`
   }
   if (cron.nextRun(new Date(0)) === null) return 'is a cron expression that never fires'
   return null

@@ -1,6 +1,6 @@
 import type { Backend } from '../backend/backend.js'
 import type { CatalogueHolder } from '../catalogue/load.js'
-import { logLine } from '../log.js'
+import { logLine, messageOf } from '../log.js'
 
 /** A sync the backend refused (a database locked past its wait) is tried again this often. */
 const SYNC_RETRY_MS = 2_000
@@ -18,7 +18,7 @@ export function catalogueReloader(catalogue: CatalogueHolder, backend: Backend):
   const sync = (wait: boolean): void => {
     clearTimeout(retry)
     backend.syncLeaderboards([...catalogue.current().leaderboards.values()], { wait }).catch((err: unknown) => {
-      logLine({ event: 'catalogue.sync_failed', error: err instanceof Error ? err.message : String(err), retryInMs: SYNC_RETRY_MS })
+      logLine({ event: 'catalogue.sync_failed', error: messageOf(err), retryInMs: SYNC_RETRY_MS })
       retry = setTimeout(() => sync(false), SYNC_RETRY_MS).unref()
     })
   }
@@ -26,6 +26,6 @@ export function catalogueReloader(catalogue: CatalogueHolder, backend: Backend):
     catalogue
       .reload()
       .then((ok: boolean) => ok && sync(true))
-      .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => logLine({ event: 'catalogue.reload_failed', error: messageOf(err) }))
   }
 }

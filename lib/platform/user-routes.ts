@@ -1,6 +1,6 @@
 import { readBody } from '../http/body.js'
 import { HttpError } from '../http/errors.js'
-import { logLine } from '../log.js'
+import { logLine, messageOf } from '../log.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { usernameTaken } from '../backend/refusals.js'
@@ -22,7 +22,7 @@ export function userRoutes(router: Router, app: App): void {
     // cookie then keeps its old name, which the next session or token request brings up to date.
     if (account.username !== state.usn) {
       const renamed = await renamedState(app.backend, state, account.username, app.now()).catch((err: unknown) => {
-        logLine({ event: 'user.rename_refresh_failed', userId: state.uid, error: err instanceof Error ? err.message : String(err) })
+        logLine({ event: 'user.rename_refresh_failed', userId: state.uid, error: messageOf(err) })
         return null
       })
       if (renamed) app.auth.write(ctx, renamed)

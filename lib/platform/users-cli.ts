@@ -3,7 +3,7 @@ import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import { databaseExists } from '../backend/embedded/db.js'
 import type { Account, Backend } from '../backend/backend.js'
-import { escapeControls } from '../log.js'
+import { escapeControls, messageOf } from '../log.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -46,7 +46,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
     const hint = fresh ? ` (DATA_DIR ${JSON.stringify(config.dataDir)} had no database until now: is it the platform's?)` : ''
-    process.stderr.write(`users: ${escapeControls(err instanceof Error ? err.message : String(err))}${hint}\n`)
+    process.stderr.write(`users: ${escapeControls(messageOf(err))}${hint}\n`)
     return 1
   } finally {
     await backend?.close()

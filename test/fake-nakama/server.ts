@@ -1,4 +1,5 @@
 import http from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { AddressInfo } from 'node:net'
 import { Api, type Answer, type Call, type SessionConfig } from './api.js'
 import { cors } from './cors.js'
@@ -238,7 +239,7 @@ export async function startFakeNakama(options: FakeNakamaOptions = {}): Promise<
       state.blacklist.session.clear()
       state.blacklist.refresh.clear()
       // A real restart takes seconds: let clients in this process see their sockets close first.
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      await sleep(50)
       await listen()
     },
     close: stop,

@@ -1,12 +1,11 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { accessSync, chmodSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import https from 'node:https'
 import http from 'node:http'
 import net from 'node:net'
 import path from 'node:path'
-import { freePort, ROOT, tempDir } from './platform.js'
-
-export { freePort }
+import { ROOT, tempDir } from './platform.js'
 
 /** The shipped nginx site (systemd/nginx.conf). */
 export const SITE_CONF = path.join(ROOT, 'systemd/nginx.conf')
@@ -125,7 +124,7 @@ export async function startNginx(ports: SitePorts, cert: { cert: string; key: st
     if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`)
     if (await canConnect(ports.https)) break
     if (tries > 100) throw new Error(`nginx did not listen on ${ports.https}: ${stderr}`)
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
   return {
     child,

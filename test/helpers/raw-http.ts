@@ -1,4 +1,5 @@
 import http from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 
 /** A response as received: status, headers, and the body's bytes undecoded (no decompression). */
@@ -6,6 +7,11 @@ export interface RawResponse {
   status: number
   headers: http.IncomingHttpHeaders
   body: Buffer
+}
+
+/** A raw response's body parsed as JSON. */
+export function jsonOf(res: RawResponse): unknown {
+  return JSON.parse(res.body.toString('utf8'))
 }
 
 /**
@@ -33,7 +39,7 @@ export async function waitForLog(logs: Record<string, unknown>[], event: string,
     const found = logs.slice(from).find((entry) => entry.event === event)
     if (found) return found
     if (Date.now() > deadline) throw new Error(`no ${event} log line within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 20))
+    await sleep(20)
   }
 }
 

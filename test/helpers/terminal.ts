@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { readFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
@@ -215,7 +216,7 @@ export async function until(test: () => boolean | Promise<boolean>, ms: number, 
   const deadline = Date.now() + ms
   while (!(await test())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
 }
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { NakamaConfig } from '../../config.js'
 import { logLine } from '../../log.js'
 import type { Static, TSchema, Validator } from '../../typebox.js'
@@ -61,7 +62,7 @@ export class NakamaClient {
     } catch (err) {
       // A refused connection never reached Nakama, so even a write may be sent again.
       if (!(err instanceof Retryable) || !(options.idempotent || err.refused)) throw this.#unwrap(err, method, path)
-      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS))
+      await sleep(RETRY_DELAY_MS)
       return this.#once(method, path, options, signal).catch((again: unknown) => {
         throw this.#unwrap(again, method, path)
       })

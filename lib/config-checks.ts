@@ -121,7 +121,8 @@ export function checkShell(shell: string, asUser?: string): void {
  * unit's ProtectHome=yes, as for an account `.ci/run` made) ended every shell at once otherwise.
  */
 export function checkHome(home: string, asUser: string): void {
-  const code = directoryCode(home, constants.X_OK)
+  const found = directoryCode(home, constants.X_OK)
+  const code = found === NOT_A_DIRECTORY ? 'ENOTDIR' : found
   if (code) {
     throw new ConfigError(`TERMINAL_USER: the home directory ${JSON.stringify(home)} of ${JSON.stringify(asUser)} cannot be entered by it (${code}); expected a directory the account owns, such as /var/lib/${asUser}`)
   }

@@ -3,7 +3,7 @@ import type { Server } from 'node:net'
 
 /** Descriptors kept from clients: the database, manifests and screenshots read, the bridge and Nakama. */
 const RESERVED_DESCRIPTORS = 256
-/** At most one `http.connections_full` line this often, with the count dropped since the last. */
+/** One `http.connections_full` line at the first refusal, then one this often while more come, with the count since the last. */
 const DROP_LOG_MS = 10_000
 
 /** This process's soft limit on open descriptors (RLIMIT_NOFILE), or null where /proc does not say. */
@@ -19,21 +19,24 @@ function descriptorLimit(): number | null {
 /**
  * Hold the server's connections below the descriptor limit, so that at the limit a new client is
  * refused (closed at once) while the database and files can still be opened; without it, accept
- * failed with EMFILE, clients were reset, and nothing was logged. Each refusal is counted into one
- * `http.connections_full` log line per DROP_LOG_MS.
+ * failed with EMFILE, clients were reset, and nothing was logged. Refusals are counted into
+ * `http.connections_full` log lines, at most one per DROP_LOG_MS.
  */
 export function capConnections(server: Server, log: (entry: Record<string, unknown>) => void, limit = descriptorLimit()): void {
   if (limit === null) return
   const max = Math.max(1, limit - Math.min(RESERVED_DESCRIPTORS, Math.floor(limit / 4)))
   server.maxConnections = max
   let dropped = 0
-  let loggedAt = -Infinity
+  let timer: NodeJS.Timeout | undefined
+  const report = (): void => {
+    timer = undefined
+    if (dropped === 0) return
+    log({ event: 'http.connections_full', max, dropped })
+    dropped = 0
+    timer = setTimeout(report, DROP_LOG_MS).unref()
+  }
   server.on('drop', () => {
     dropped++
-    const now = performance.now()
-    if (now - loggedAt < DROP_LOG_MS) return
-    log({ event: 'http.connections_full', max, dropped })
-    loggedAt = now
-    dropped = 0
+    if (timer === undefined) report()
   })
 }

@@ -196,9 +196,10 @@ function key(address: string): string {
 }
 
 /**
- * The wait a list of failures (oldest first) imposes at `now`: never more than the window, even
- * for failures stamped a little ahead (another instance's clock, or this one's stepped back).
+ * The wait a list of failures (oldest first) imposes at `now`: until the window has passed over
+ * the oldest of the last ten. One stamped a little ahead (another instance's clock) holds a little
+ * longer, and Retry-After says so; the backends drop those more than the window ahead.
  */
 function waitOf(failures: number[], now: number): number {
-  return failures.length >= MAX_FAILURES ? Math.min(failures[failures.length - MAX_FAILURES]!, now) + WINDOW_MS - now : 0
+  return failures.length >= MAX_FAILURES ? failures[failures.length - MAX_FAILURES]! + WINDOW_MS - now : 0
 }

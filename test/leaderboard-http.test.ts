@@ -1,5 +1,5 @@
 import path from 'node:path'
-import Database from 'better-sqlite3'
+import { readRow } from './helpers/accounts.js'
 import t from 'tap'
 import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -16,12 +16,7 @@ async function guest(): Promise<{ client: Client; id: string; username: string }
 }
 
 function storedRow(board: string, owner: string): unknown {
-  const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true })
-  try {
-    return db.prepare('SELECT score, subscore, metadata, num_score, username FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ?').get(board, owner)
-  } finally {
-    db.close()
-  }
+  return readRow(dataDir, 'SELECT score, subscore, metadata, num_score, username FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ?', board, owner)
 }
 
 async function submit(client: Client, body: unknown) {

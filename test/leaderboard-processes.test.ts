@@ -1,5 +1,5 @@
 import path from 'node:path'
-import Database from 'better-sqlite3'
+import { readRow } from './helpers/accounts.js'
 import t from 'tap'
 import { Client, ROOT, startPlatform, tempDir } from './helpers/platform.js'
 
@@ -32,12 +32,7 @@ async function list(client: Client, board: string): Promise<{ status: number; bo
 }
 
 function storedScore(board: string, owner: string): unknown {
-  const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true })
-  try {
-    return db.prepare('SELECT score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ?').get(board, owner)
-  } finally {
-    db.close()
-  }
+  return readRow(dataDir, 'SELECT score, subscore FROM leaderboard_records WHERE leaderboard_id = ? AND owner_id = ?', board, owner)
 }
 
 t.test('best scores written through two processes on one DATA_DIR: each answers the stored best, none is lost', async (t) => {

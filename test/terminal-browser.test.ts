@@ -236,9 +236,7 @@ t.test('a paste goes out as one frame and arrives whole: 170,000 control charact
   await page.keyboard.type('stty raw -echo; head -c 170000 > paste.bin; stty sane; echo got=$(tr -d "\\001" < paste.bin | wc -c)/$(wc -c < paste.bin)')
   await page.keyboard.press('Enter')
   // Pasted before head runs, readline would take the control characters as editing keys.
-  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
-  for (let tries = 0; !running(shellPid, 'head') && tries < 100; tries++) await page.waitForTimeout(100)
-  t.ok(running(shellPid, 'head'), 'the shell runs head')
+  t.ok(await shellRuns(page, 'head'), 'the shell runs head')
   const before = sizes.length
   // JSON writes each as \u0001, six bytes.
   await page.evaluate(() => term.paste('\x01'.repeat(170000)))
@@ -256,9 +254,7 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await page.keyboard.press('Enter')
   // Until cat runs: a Ctrl-D that reaches the terminal while bash's readline still has it in raw
   // mode is a plain byte for cat, not an end of file (a fixed 300 ms was a guess).
-  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
-  for (let tries = 0; !running(shellPid, 'cat') && tries < 100; tries++) await page.waitForTimeout(100)
-  t.ok(running(shellPid, 'cat'), 'the shell runs cat')
+  t.ok(await shellRuns(page, 'cat'), 'the shell runs cat')
   // Sent in pieces, a program reading them got the first 1.1 MiB and the rest was refused.
   await page.evaluate(() => term.paste('y'.repeat(1_500_000)))
   await waitForScreen(page, /paste not sent/)
@@ -272,9 +268,12 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await page.context().close()
 })
 
-/** Whether the shell `pid` has a child running `command`. */
-function running(pid: string, command: string): boolean {
-  return spawnSync('pgrep', ['-P', pid, '-x', command], { stdio: 'ignore' }).status === 0
+/** Wait up to 10 s until the page's shell (its pid from the status line) has a child running `command`; whether it has. */
+async function shellRuns(page: Page, command: string): Promise<boolean> {
+  const pid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
+  const running = (): boolean => spawnSync('pgrep', ['-P', pid, '-x', command], { stdio: 'ignore' }).status === 0
+  for (let tries = 0; !running() && tries < 100; tries++) await page.waitForTimeout(100)
+  return running()
 }
 
 t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
@@ -285,9 +284,7 @@ t.test('input the bridge refuses is said in the terminal and kept in the status 
   await page.keyboard.type('stty -icanon; sleep 60')
   await page.keyboard.press('Enter')
   // Until sleep runs, bash reads (and echoes) whatever comes: wait for it, not a fixed pause.
-  const shellPid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
-  for (let tries = 0; !running(shellPid, 'sleep') && tries < 100; tries++) await page.waitForTimeout(100)
-  t.ok(running(shellPid, 'sleep'), 'the shell runs sleep')
+  t.ok(await shellRuns(page, 'sleep'), 'the shell runs sleep')
   // The shell reads nothing while sleep runs: the bridge holds up to 1 MiB of input for it, then refuses more.
   await page.evaluate(() => {
     term.paste('x'.repeat(700_000))

@@ -57,6 +57,16 @@ export function countRows(dataDir: string, sql: string, ...params: unknown[]): n
   }
 }
 
+/** One row of a read-only query on the platform's SQLite file (embedded backend only), or undefined. */
+export function readRow(dataDir: string, sql: string, ...params: unknown[]): unknown {
+  const db = new Database(path.join(dataDir, 'playfield.sqlite'), { readonly: true, fileMustExist: true })
+  try {
+    return db.prepare(sql).get(...params)
+  } finally {
+    db.close()
+  }
+}
+
 /** The decoded header and claims of a JWT (no signature check). */
 export function decodeJwt(token: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
   const [header, claims] = token.split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')))

@@ -36,8 +36,11 @@ t.test('a wall clock stepped back an hour locks no one out of launches, sign-in 
   const login = (password: string): Promise<Response> => new Client(platform.url, ORIGIN).post('/api/auth/login', { username: 'clockwise', password })
 
   // Before the step: the launch burst spent, and ten wrong passwords from this address.
-  const launches = await Promise.all(Array.from({ length: 50 }, launch))
-  t.ok(launches.includes(429), 'a burst of 50 launches at once: some answer 429')
+  // Bursts of 50 at once until one is refused: a loaded machine may answer 50 slower than the
+  // limit refills (20 a second past the burst of 40).
+  let refusedLaunch = false
+  for (let burst = 0; burst < 20 && !refusedLaunch; burst++) refusedLaunch = (await Promise.all(Array.from({ length: 50 }, launch))).includes(429)
+  t.ok(refusedLaunch, 'launches at once past the burst: 429')
   for (let i = 0; i < 10; i++) t.equal((await login('wrong password')).status, 401)
   const limited = await login(PASSWORD)
   t.equal(limited.status, 429, 'the eleventh sign-in waits')

@@ -22,7 +22,8 @@ function descriptorLimit(): number | null {
  * failed with EMFILE, clients were reset, and nothing was logged. Refusals are counted into
  * `http.connections_full` log lines, at most one per DROP_LOG_MS.
  */
-export function capConnections(server: Server, log: (entry: Record<string, unknown>) => void, limit = descriptorLimit()): void {
+export function capConnections(server: Server, log: (entry: Record<string, unknown>) => void): void {
+  const limit = descriptorLimit()
   if (limit === null) return
   const max = Math.max(1, limit - Math.min(RESERVED_DESCRIPTORS, Math.floor(limit / 4)))
   server.maxConnections = max

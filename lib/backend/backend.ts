@@ -72,6 +72,14 @@ export interface Backend {
   close(): Promise<void>
 }
 
+/**
+ * Whether an event at `time` counts in a window of `windowMs` at `now` (Backend.eventWindow): younger
+ * than the window, and not more than the window ahead (stamped before the clock was stepped back).
+ */
+export function inWindow(time: number, now: number, windowMs: number): boolean {
+  return time > now - windowMs && time <= now + windowMs
+}
+
 type LeaderboardMethod = 'recordLaunch' | 'syncLeaderboards' | 'writeRecord' | 'listRecords'
 /** The account half of a backend: sign-in, sessions, accounts, roles and buckets. */
 export type AccountPart = Omit<Backend, 'kind' | 'close' | LeaderboardMethod>

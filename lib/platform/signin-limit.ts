@@ -1,3 +1,5 @@
+import { inWindow } from '../backend/backend.js'
+
 /** CONTRACT §2: after this many failed sign-ins from one address within WINDOW_MS, sign-ins answer 429. */
 const MAX_FAILURES = 10
 const WINDOW_MS = 60_000
@@ -137,7 +139,7 @@ export class SigninLimit {
   #withUnrecorded(address: string, now: number, recorded: number[]): number[] {
     const kept = this.#unrecorded.get(address)
     if (kept === undefined) return recorded
-    const live = kept.filter((time) => time > now - WINDOW_MS && time <= now + WINDOW_MS)
+    const live = kept.filter((time) => inWindow(time, now, WINDOW_MS))
     if (live.length === 0) this.#unrecorded.delete(address)
     else this.#unrecorded.set(address, live)
     return [...recorded, ...live].sort((a, b) => a - b)

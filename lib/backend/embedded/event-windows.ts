@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { inWindow } from '../backend.js'
 
 /**
  * Event windows stored in SQLite (table `event_windows`): the times of a key's recent events (the
@@ -21,7 +22,7 @@ export class EventWindowStore {
   /** The times of `key`'s events younger than `windowMs` at `now`, oldest first (Backend.eventWindow). */
   recent(key: string, now: number, windowMs: number): number[] {
     const row = this.#read.get(key)
-    return row ? (JSON.parse(row.times) as number[]).filter((time) => time > now - windowMs && time <= now + windowMs) : []
+    return row ? (JSON.parse(row.times) as number[]).filter((time) => inWindow(time, now, windowMs)) : []
   }
 
   /** Add `now` to `key`'s window, keeping the latest `keep`; the times after it. */

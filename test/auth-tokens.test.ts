@@ -148,6 +148,34 @@ t.test('HashQueue: `running` tasks at once, `waiting` more in order, then 503 BA
   t.same(await Promise.all([5, 6, 7, 8, 9].map(task)), [5, 6, 7, 8, 9], 'a task that failed gave its place back')
 })
 
+t.test('HashQueue: a task whose signal aborts while it waits leaves the line, never runs, and frees its place', async (t) => {
+  const queue = new HashQueue(1, 1)
+  let release = (): void => {}
+  const ran: string[] = []
+  const first = queue.run(async () => {
+    ran.push('first')
+    await new Promise<void>((resolve) => (release = resolve))
+    return 'first'
+  })
+  const gone = new AbortController()
+  const waiting = queue.run(async () => ran.push('gone'), gone.signal)
+  await t.rejects(queue.run(async () => ran.push('refused')), { status: 503, code: 'BACKEND_UNAVAILABLE' }, 'the one waiting place is taken')
+  gone.abort()
+  await t.rejects(waiting, { status: 499, code: 'CLIENT_CLOSED' }, 'the task whose client left is refused')
+  const stays = new AbortController()
+  const next = queue.run(async () => (ran.push('next'), 'next'), stays.signal)
+  await t.rejects(queue.run(async () => ran.push('refused')), { status: 503, code: 'BACKEND_UNAVAILABLE' }, 'its place went to the next task, and only one waits')
+  const closed = new AbortController()
+  closed.abort()
+  await t.rejects(queue.run(async () => ran.push('closed'), closed.signal), { status: 499, code: 'CLIENT_CLOSED' }, 'a signal already aborted is refused before the queue is looked at')
+  release()
+  t.same(await Promise.all([first, next]), ['first', 'next'])
+  stays.abort()
+  await t.rejects(queue.run(async () => ran.push('closed'), closed.signal), { status: 499, code: 'CLIENT_CLOSED' }, 'and so it is when a place is free')
+  t.same(ran, ['first', 'next'], 'neither the task that left nor any refused one ran; an abort once running changes nothing')
+  t.same(await queue.run(async () => 'free'), 'free', 'the running place was given back')
+})
+
 t.test('a password is stored as scrypt with a salt of its own: the same password twice gives two hashes, each verifying only it', async (t) => {
   const [a, b] = await Promise.all([hashPassword('correct horse'), hashPassword('correct horse')])
   for (const hash of [a, b]) t.match(hash, /^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)

@@ -1,4 +1,6 @@
+import net from 'node:net'
 import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import Database from 'better-sqlite3'
 import { ACCOUNT_MIGRATIONS, AccountStore } from '../lib/backend/embedded/accounts.js'
@@ -6,6 +8,7 @@ import { openDatabase } from '../lib/backend/embedded/db.js'
 import { createEmbeddedBackend } from '../lib/backend/embedded/index.js'
 import { loadPlatformConfig } from '../lib/config.js'
 import { RENAME_RULE } from '../lib/limiter.js'
+import { countRows } from './helpers/accounts.js'
 import { startPlatform, tempDir } from './helpers/platform.js'
 
 const NOW = Date.parse('2026-11-22T12:00:00Z')
@@ -93,6 +96,46 @@ t.test('an account registered before register refused control characters still s
   // What would open an account under another spelling stays a wrong password, without the hash.
   t.equal((await login('tab_user', 'tab\there-password\u0000')).status, 401, 'a trailing NUL (HMAC pads the key with NULs)')
   t.equal((await login('tab_user', 'tab here-password')).status, 401, 'a space for the tab')
+})
+
+t.test('a sign-in whose client left while its password hash waited for its turn is not run: no account, no failure', async (t) => {
+  const dataDir = tempDir()
+  const platform = await startPlatform({ dataDir })
+  t.teardown(() => platform.stop())
+  const port = Number(new URL(platform.url).port)
+  /** A request on a connection of its own; its answer's status line, or '' when `leave` cut it first. */
+  const send = (path: string, fields: object, leave?: Promise<unknown>): Promise<{ sent: Promise<void>; status: Promise<string> }> =>
+    new Promise((connected) => {
+      const body = JSON.stringify(fields)
+      const socket = net.connect(port, '127.0.0.1', () => {
+        const sent = new Promise<void>((resolve) =>
+          socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, () => resolve()),
+        )
+        let answer = ''
+        socket.setEncoding('utf8').on('data', (d: string) => (answer += d))
+        const status = new Promise<string>((resolve) => socket.on('close', () => resolve(answer.split('\r\n')[0]!)))
+        void leave?.then(() => socket.destroy())
+        connected({ sent, status })
+      })
+    })
+  /** `leaving` sent behind 30 registers (hashes two at a time: several hundred milliseconds), its client gone 150 ms later. */
+  const behindThirty = async (round: string, path: string, fields: object): Promise<void> => {
+    const ahead = await Promise.all(Array.from({ length: 30 }, (_, i) => send('/api/auth/register', { username: `${round}_${i}`, password: 'correct horse' })))
+    await Promise.all(ahead.map((r) => r.sent))
+    await sleep(300)
+    const leaving = await send(path, fields, sleep(150))
+    t.equal(await leaving.status, '', `${path}: the client left before any answer`)
+    t.same(await Promise.all(ahead.map((r) => r.status)), Array(30).fill('HTTP/1.1 200 OK'), 'the clients that stayed are all registered')
+  }
+  await behindThirty('first', '/api/auth/register', { username: 'left_early', password: 'correct horse' })
+  const again = await fetch(`${platform.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'left_early', password: 'correct horse' }) })
+  t.equal(again.status, 200, 'the name is free: the abandoned register created no account')
+  t.match(await again.json(), { success: true, user: { username: 'left_early' } })
+  await behindThirty('second', '/api/auth/login', { username: 'first_0', password: 'a wrong password' })
+  t.equal(countRows(dataDir, 'SELECT count(*) FROM event_windows'), 0, 'the abandoned wrong login was not checked, so no failure was counted')
+  const statuses = platform.logs.filter((l) => l.event === 'http.request' && l.status === 499).map((l) => l.path)
+  t.same(statuses, ['/api/auth/register', '/api/auth/login'], 'the access log gives each abandoned request 499')
+  t.notOk(platform.logs.some((l) => l.event === 'http.error'), 'and no error is logged for them')
 })
 
 // The sign-in limit's failures (CONTRACT §2: 429 "until the minute has passed"): an event counts

@@ -17,10 +17,15 @@ export interface Backend {
 
   /** Create a guest account and sign it in (Nakama: authenticate/custom with a random id). */
   authenticateGuest(): Promise<BackendSession>
-  /** Create an account with a password (NFC, as the platform passes every password) and sign it in; 409 USERNAME_TAKEN when the name is taken. */
-  register(username: string, password: string): Promise<BackendSession>
-  /** Sign in with a password; 401 INVALID_CREDENTIALS when the name or password is wrong. */
-  login(username: string, password: string): Promise<BackendSession>
+  /**
+   * Create an account with a password (NFC, as the platform passes every password) and sign it in;
+   * 409 USERNAME_TAKEN when the name is taken. `signal` is the client's connection: once it has
+   * closed, work not yet begun may be skipped with 499 CLIENT_CLOSED (the embedded backend's
+   * password hash waiting for its turn; Nakama hashes on its own side and is always asked).
+   */
+  register(username: string, password: string, signal?: AbortSignal): Promise<BackendSession>
+  /** Sign in with a password; 401 INVALID_CREDENTIALS when the name or password is wrong. `signal` as for register. */
+  login(username: string, password: string, signal?: AbortSignal): Promise<BackendSession>
   /** New session token (and refresh token) from a refresh token; 401 NO_SESSION when it is revoked or expired. */
   refresh(refreshToken: string): Promise<BackendSession>
   /**

@@ -22,3 +22,11 @@ export function rateLimited(message: string, waitMs: number): HttpError {
 export function invalidField(path: string, message: string, detail = message): HttpError {
   return new HttpError(400, 'VALIDATION_FAILED', message, [{ path, message: detail }])
 }
+
+/**
+ * The client closed its connection before work for it began. Never seen by anyone: there is no
+ * one left to answer (the access log gives the request nginx's 499, "client closed request").
+ */
+export function clientClosed(): HttpError {
+  return new HttpError(499, 'CLIENT_CLOSED', 'the client closed the connection')
+}

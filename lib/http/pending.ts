@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 
@@ -19,4 +20,24 @@ export function afterResponses(socket: Duplex, then: () => void): void {
   const inFlight = responseInFlight(socket)
   if (!inFlight) return then()
   inFlight.once('close', () => afterResponses(socket, then))
+}
+
+const closedSignals = new WeakMap<Duplex, AbortSignal>()
+
+/**
+ * A signal aborted once the connection closes: work a request on it has not begun (a password
+ * hash waiting for its turn) can then be skipped, as no one is left to answer. One per connection,
+ * shared by its requests, so pipelined ones add no listeners.
+ */
+export function connectionClosed(socket: Duplex): AbortSignal {
+  let signal = closedSignals.get(socket)
+  if (signal === undefined) {
+    const closed = new AbortController()
+    // Each request of the connection waiting for its turn listens: at most 32 (server.ts).
+    setMaxListeners(0, closed.signal)
+    if (socket.destroyed) closed.abort()
+    else socket.once('close', () => closed.abort())
+    closedSignals.set(socket, (signal = closed.signal))
+  }
+  return signal
 }

@@ -3,6 +3,7 @@ import { check, readIgnoredBody, readJson } from '../http/body.js'
 import { addressBlock } from '../http/client-address.js'
 import { HttpError, rateLimited } from '../http/errors.js'
 import { invalidCredentials, noSession } from '../backend/refusals.js'
+import { connectionClosed } from '../http/pending.js'
 import { json, NO_STORE } from '../http/reply.js'
 import type { RouteContext, Router } from '../http/router.js'
 import type { App } from './app.js'
@@ -71,7 +72,7 @@ export function authRoutes(router: Router, app: App): void {
   router.add('POST', '/api/auth/register', (ctx) =>
     signIn(ctx, async () => {
       const { username, password } = check(RegisterBody, nfcPassword(await readJson(ctx.req)))
-      return app.backend.register(username, password)
+      return app.backend.register(username, password, connectionClosed(ctx.req.socket))
     }, 'new'),
   )
 
@@ -84,7 +85,7 @@ export function authRoutes(router: Router, app: App): void {
     await signIn(ctx, async () => {
       // Another password's second spelling: a wrong credential, counted.
       if (!mayBeOwnPassword(password)) throw invalidCredentials()
-      return app.backend.login(username, password)
+      return app.backend.login(username, password, connectionClosed(ctx.req.socket))
     }, 'login')
   })
 

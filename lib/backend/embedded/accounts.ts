@@ -83,17 +83,17 @@ export class AccountStore implements AccountPart {
     }
   }
 
-  async register(username: string, password: string): Promise<BackendSession> {
+  async register(username: string, password: string, signal?: AbortSignal): Promise<BackendSession> {
     if (this.#byName(username)) throw usernameTaken(username)
-    const account = this.#insert(username, await hashPassword(password))
+    const account = this.#insert(username, await hashPassword(password, signal))
     // Someone took the name while the hash was computed.
     if (!account) throw usernameTaken(username)
     return this.#sessions.issue(account)
   }
 
-  async login(username: string, password: string): Promise<BackendSession> {
+  async login(username: string, password: string, signal?: AbortSignal): Promise<BackendSession> {
     const row = this.#byName(username)
-    const ok = row?.password_hash ? await verifyPassword(password, row.password_hash) : await verifyNothing(password)
+    const ok = row?.password_hash ? await verifyPassword(password, row.password_hash, signal) : await verifyNothing(password, signal)
     if (!row || !ok) throw invalidCredentials()
     return this.#sessions.issue(row)
   }

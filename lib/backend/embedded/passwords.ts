@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
-import { HttpError } from '../../http/errors.js'
+import { clientClosed, HttpError } from '../../http/errors.js'
 
 // scrypt cost: N=2^14, r=8, p=1 (16 MiB, about 60 ms on this project's 2-core CI machine).
 // N=2^15 doubled that; a sign-in should stay well under a quarter second with 20 in flight.
@@ -10,7 +10,10 @@ const KEY_BYTES = 32
 
 /**
  * Runs at most `running` tasks at once and holds at most `waiting` more in order; past that a task
- * is refused at once with 503 BACKEND_UNAVAILABLE and `Retry-After: 1`.
+ * is refused at once with 503 BACKEND_UNAVAILABLE and `Retry-After: 1`. A task whose `signal`
+ * aborts before it begins (its client closed the connection) leaves the queue and never runs: a
+ * burst of sign-ins whose clients gave up and retried would otherwise fill the waiting places with
+ * hashes no one waits for, and refuse the clients still there.
  */
 export class HashQueue {
   #running = 0
@@ -18,9 +21,10 @@ export class HashQueue {
 
   constructor(readonly running: number, readonly waiting: number) {}
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
+  async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) throw clientClosed()
     if (this.#running < this.running) this.#running++
-    else if (this.#waiting.length < this.waiting) await new Promise<void>((resolve) => this.#waiting.push(resolve))
+    else if (this.#waiting.length < this.waiting) await this.#turn(signal)
     else throw new HttpError(503, 'BACKEND_UNAVAILABLE', 'too many sign-ins at once; try again shortly', undefined, { 'retry-after': '1' })
     try {
       return await task()
@@ -30,6 +34,22 @@ export class HashQueue {
       if (next) next()
       else this.#running--
     }
+  }
+
+  /** Wait in line for a running place, handed over by a task that ends; leave the line if `signal` aborts. */
+  #turn(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const begin = (): void => {
+        signal?.removeEventListener('abort', leave)
+        resolve()
+      }
+      const leave = (): void => {
+        this.#waiting.splice(this.#waiting.indexOf(begin), 1)
+        reject(clientClosed())
+      }
+      signal?.addEventListener('abort', leave, { once: true })
+      this.#waiting.push(begin)
+    })
   }
 }
 
@@ -42,27 +62,31 @@ export class HashQueue {
  */
 const hashes = new HashQueue(2, 256)
 
-function derive(password: string, salt: Buffer, cost: { N: number; r: number; p: number }): Promise<Buffer> {
+function derive(password: string, salt: Buffer, cost: { N: number; r: number; p: number }, signal: AbortSignal | undefined): Promise<Buffer> {
   const options: ScryptOptions = { ...cost, maxmem: 256 * cost.N * cost.r }
   // Asynchronous: scrypt runs on libuv's thread pool, so a sign-in never blocks the event loop.
   return hashes.run(() => new Promise((resolve, reject) => {
     scrypt(password, salt, KEY_BYTES, options, (err, key) => (err ? reject(err) : resolve(key)))
-  }))
+  }), signal)
 }
 
-/** A new salted hash of `password`: `scrypt$N$r$p$<salt>$<key>` (base64url). */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * A new salted hash of `password`: `scrypt$N$r$p$<salt>$<key>` (base64url). Here and below,
+ * `signal` is the client's connection (`connectionClosed`): closed before the hash begins, the
+ * call throws 499 CLIENT_CLOSED instead.
+ */
+export async function hashPassword(password: string, signal?: AbortSignal): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const key = await derive(password, salt, COST)
+  const key = await derive(password, salt, COST, signal)
   return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64url'), key.toString('base64url')].join('$')
 }
 
 /** Whether `password` matches `stored`, compared in constant time; false for a malformed hash. */
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+export async function verifyPassword(password: string, stored: string, signal?: AbortSignal): Promise<boolean> {
   const [scheme, n, r, p, salt, key] = stored.split('$')
   if (scheme !== 'scrypt' || !salt || !key) return false
   const expected = Buffer.from(key, 'base64url')
-  const actual = await derive(password, Buffer.from(salt, 'base64url'), { N: Number(n), r: Number(r), p: Number(p) })
+  const actual = await derive(password, Buffer.from(salt, 'base64url'), { N: Number(n), r: Number(r), p: Number(p) }, signal)
   return actual.length === expected.length && timingSafeEqual(actual, expected)
 }
 
@@ -79,7 +103,7 @@ const DUMMY_HASH = 'scrypt$16384$8$1$WlWcSZDvSZSJ4qq7Rt9O-Q$K4-4kNLixnpfxonf5e1z
  * a guest's, which has no password) costs what a wrong password costs, and meets the same queue,
  * so neither timing nor a 503 can tell whether a name exists. Always false.
  */
-export async function verifyNothing(password: string): Promise<false> {
-  await verifyPassword(password, DUMMY_HASH)
+export async function verifyNothing(password: string, signal?: AbortSignal): Promise<false> {
+  await verifyPassword(password, DUMMY_HASH, signal)
   return false
 }

@@ -1,10 +1,9 @@
-import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { Client, freePort, runUsersOk, startPlatform } from './helpers/platform.js'
-import { buffer, heldTicketPage, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
+import { buffer, heldTicketPage, ownPair, screen, shellPage, shellRuns, shellScript, signedIn, startBrowserStack, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 
 // The few DOM names the page functions below use (they run in the browser; tsconfig has no DOM lib).
 declare const document: {
@@ -268,14 +267,6 @@ t.test('a paste over 1 MiB is not sent, none of it: the page says so and the con
   await page.context().close()
 })
 
-/** Wait up to 10 s until the page's shell (its pid from the status line) has a child running `command`; whether it has. */
-async function shellRuns(page: Page, command: string): Promise<boolean> {
-  const pid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
-  const running = (): boolean => spawnSync('pgrep', ['-P', pid, '-x', command], { stdio: 'ignore' }).status === 0
-  for (let tries = 0; !running() && tries < 100; tries++) await page.waitForTimeout(100)
-  return running()
-}
-
 t.test('input the bridge refuses is said in the terminal and kept in the status line, where echo cannot scroll it away', async (t) => {
   const { page } = await shellPage(stack, 'browser_input_refused')
   // Not canonical: a canonical tty with no newline pending takes (and drops) input past its 4 KB
@@ -414,7 +405,7 @@ t.test('a signed-in user without admission sees the 403 page', async (t) => {
   cdp.on('Network.responseReceived', (e) => e.response.status === 404 && missing.push(e.response.url))
   const res = await page.goto(`${origin}/dev/terminal`)
   t.equal(res?.status(), 403)
-  t.match(await page.locator('h1').innerText(), /403 Developer access required/)
+  t.match(await page.getByRole('main').locator('h1').innerText(), /403 Developer access required/, 'in the page\'s main landmark')
   t.match(await page.locator('#reason').innerText(), /neither the developer nor the admin role/)
   t.equal(await page.locator('.xterm').count(), 0, 'no terminal')
   // Chromium asks for /favicon.ico after the load event unless the page names an icon.
@@ -501,7 +492,12 @@ t.test('the 401 page creates an account; without admission the 403 page signs ou
   await page.locator('input[name=password]').fill('short')
   await page.locator('button[value=register]').click()
   await page.waitForFunction(() => (document.getElementById('problem')?.textContent ?? '') !== '', undefined, { timeout: 15_000 })
-  t.match(await page.locator('#problem').innerText(), /^request does not match the schema: \/password /, 'a password too short is said, with the field')
+  t.match(await page.locator('#problem').innerText(), /^request does not match the schema: password /, 'a password too short is said, with the field')
+  t.equal(await page.locator('input[name=password]').getAttribute('aria-invalid'), 'true', 'which is marked invalid')
+  t.equal(await page.locator('input[name=username]').getAttribute('aria-invalid'), null, 'and only it')
+  t.equal(await page.getByRole('textbox', { name: 'Username' }).getAttribute('aria-describedby'), 'username-rule', 'each field is described by its rule')
+  t.equal(await page.locator('#username-rule').innerText(), '3–24 letters, digits, _ or -')
+  t.equal(await page.locator('#password-rule').innerText(), '8–256 characters for a new account')
   await page.locator('input[name=password]').fill('correct horse battery')
   const [created] = await Promise.all([page.waitForNavigation(), page.locator('button[value=register]').click()])
   t.equal(created?.status(), 403, 'signed in as the new account, which has no role')

@@ -2,7 +2,7 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Page } from 'playwright-core'
 import { runUsersOk } from './helpers/platform.js'
-import { buffer, heldTicketPage, holdTickets, ownPair, screen, shellPage, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
+import { buffer, heldTicketPage, holdTickets, ownPair, screen, shellPage, shellRuns, shellScript, signedIn, startBrowserStack, status, waitForOffer, waitForScreen, waitForStatus } from './helpers/browser.js'
 import { NO_FORKS, until } from './helpers/terminal.js'
 
 // The terminal page's promises at its edges (README "The developer terminal"): close reasons, the
@@ -13,10 +13,12 @@ import { NO_FORKS, until } from './helpers/terminal.js'
 declare const document: {
   getElementById(id: string): { textContent: string | null; hidden: boolean; className: string; click(): void } | null
   querySelector(selector: string): { textContent: string | null } | null
+  querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>
   activeElement: { id: string; className: string } | null
 }
 /** The page's WebSocket to the bridge (a top-level `let` of terminal.js). */
-declare const ws: { close(): void } | null
+declare const ws: { close(): void; send(data: string): void } | null
+declare function getComputedStyle(element: unknown): { color: string; backgroundColor: string }
 /** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the tests read it. */
 declare const term: {
   buffer: { active: { length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } }
@@ -71,7 +73,7 @@ t.test('a connection past the bridge\'s limit (1013) is shown as the limit reach
   // The bridge shutting down (SIGTERM: 1001) is said as such, as an error.
   await own.bridge.stop()
   await waitForOffer(second)
-  t.match(await status(second), /^the terminal bridge is shutting down/)
+  t.equal(await status(second), 'the terminal bridge is shutting down', 'without the bridge\'s own reason, which says it again')
   t.equal(await second.locator('#status').getAttribute('class'), 'error')
   await second.context().close()
 })
@@ -141,6 +143,74 @@ t.test('with the keyboard alone after an exit: Tab leaves the terminal, which ta
   await page.keyboard.press('Enter')
   await waitForScreen(page, /tab-4/)
   t.equal(await focused(), 'xterm-helper-textarea', 'the terminal kept the keyboard')
+  await page.context().close()
+})
+
+t.test('with a shell running, Escape then Tab (or Shift+Tab) leaves the terminal for the header; the Tab is not sent, the Escape is', async (t) => {
+  const { page } = await shellPage(stack, 'edge_escape_tab')
+  const focused = (): Promise<string | undefined> => page.evaluate(() => document.activeElement?.id || document.activeElement?.className)
+  t.equal(await page.locator('.xterm-helper-textarea').getAttribute('aria-describedby'), 'keys', 'the terminal\'s input is described by the hint')
+  t.equal(await page.locator('#keys').innerText(), 'Esc then Tab leaves the terminal')
+  await page.locator('.xterm').click()
+  // cat -vT shows what reaches the shell: ^[ for Escape, ^I for Tab.
+  await page.keyboard.type('stty -echo; cat -vT')
+  await page.keyboard.press('Enter')
+  t.ok(await shellRuns(page, 'cat'), 'the shell runs cat')
+  await page.keyboard.press('Escape')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'screen-reader', 'Escape then Tab: the header\'s box has the keyboard')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'xterm-helper-textarea', 'Tab from it: back in the terminal')
+  await page.keyboard.type('a')
+  await page.keyboard.press('Escape')
+  await page.keyboard.type('b')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'xterm-helper-textarea', 'a key between Escape and Tab: the Tab is the shell\'s')
+  await page.keyboard.press('Tab')
+  t.equal(await focused(), 'xterm-helper-textarea', 'and so is a Tab alone')
+  await page.keyboard.press('Escape')
+  await page.keyboard.press('Shift+Tab')
+  t.equal(await focused(), 'screen-reader', 'Escape then Shift+Tab leaves too')
+  await page.locator('.xterm').click()
+  await page.keyboard.press('Enter')
+  await waitForScreen(page, /\^\[a\^\[b\^I\^I\^\[/)
+  t.match(await screen(page), /^\^\[a\^\[b\^I\^I\^\[$/m, 'the shell got every Escape and the Tabs typed in it, not the two that left')
+  await page.context().close()
+})
+
+/** WCAG's contrast ratio of two CSS rgb() colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (color: string): number => {
+    const [r, g, b] = color.match(/[0-9.]+/g)!.slice(0, 3).map((c) => {
+      const s = Number(c) / 255
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4
+    })
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!
+  }
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x)
+  return (hi! + 0.05) / (lo! + 0.05)
+}
+
+t.test('the page\'s own messages in the terminal have a contrast of at least 4.5:1; an error after the exit is said in the status line', async (t) => {
+  const { page } = await shellPage(stack, 'edge_contrast')
+  await page.evaluate(() => ws!.send('this is not json'))
+  await waitForScreen(page, /\[error: /)
+  const colours = await page.evaluate(() => {
+    const span = Array.from(document.querySelectorAll('.xterm-rows span')).find((s) => s.textContent?.includes('[error: '))
+    return { fg: getComputedStyle(span).color, bg: getComputedStyle(document.querySelector('.xterm-viewport')).backgroundColor }
+  })
+  t.ok(contrast(colours.fg, colours.bg) >= 4.5, `the red error text (${colours.fg} on ${colours.bg}): ${contrast(colours.fg, colours.bg).toFixed(2)}:1`)
+  await page.locator('.xterm').click()
+  await page.keyboard.type('exit')
+  await page.keyboard.press('Enter')
+  await waitForOffer(page)
+  t.equal(await status(page), 'shell exited with code 0')
+  // Keys sent as the shell ended are answered with an error frame after its exit.
+  await page.evaluate(() => ws!.send(JSON.stringify({ type: 'input', data: 'x' })))
+  await waitForStatus(page, /not sent/)
+  t.equal(await status(page), 'shell exited with code 0; keys typed after it were not sent')
+  t.equal(await page.locator('#status').getAttribute('class'), 'error')
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'reconnect', 'the offered button keeps the keyboard')
   await page.context().close()
 })
 

@@ -70,7 +70,7 @@ const pageHtml = (): string => `<!doctype html>
 <link rel="stylesheet" href="${assetUrl('terminal.css')}">
 </head>
 <body>
-<header><h1>Playfield terminal</h1> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden>Reconnect</button> <label id="reader-mode"><input type="checkbox" id="screen-reader"> Screen reader</label></header>
+<header><h1>Playfield terminal</h1> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden aria-describedby="status">Reconnect</button> <label id="reader-mode"><input type="checkbox" id="screen-reader"> Screen reader</label> <span id="keys">Esc then Tab leaves the terminal</span></header>
 <main id="terminal"></main>
 <script src="${assetUrl('xterm.js')}"></script>
 <script src="${assetUrl('addon-fit.js')}"></script>
@@ -94,17 +94,17 @@ export function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   const action = status === 401
     ? `<form id="signin" method="post">
-<label>Username <input name="username" autocomplete="username" required autofocus></label>
-<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<label>Username <input name="username" autocomplete="username" required autofocus aria-describedby="username-rule"><small id="username-rule">3–24 letters, digits, _ or -</small></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required aria-describedby="password-rule"><small id="password-rule">8–256 characters for a new account</small></label>
 <button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>
 </form>`
     : '<p><button id="signout" type="button">Sign out</button></p>'
   return `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${assetUrl('terminal.css')}"></head>
-<body class="refused"><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p>
+<body class="refused"><main><h1>${title}</h1><p id="reason">${escapeHtml(reason)}</p>
 ${action}
-<p id="problem" role="alert"></p>
+<p id="problem" role="alert"></p></main>
 <script src="${assetUrl('signin.js')}"></script>
 </body>
 </html>

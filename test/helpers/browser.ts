@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
@@ -147,4 +148,12 @@ export async function waitForStatus(page: Page, pattern: RegExp): Promise<void> 
 /** Until the page offers its button (a shell ended, a connection closed, no ticket). */
 export async function waitForOffer(page: Page): Promise<void> {
   await page.waitForFunction(() => document.getElementById('reconnect')?.hidden === false, undefined, { timeout: 15_000 })
+}
+
+/** Wait up to 10 s until the page's shell (its pid from the status line) has a child running `command`; whether it has. */
+export async function shellRuns(page: Page, command: string): Promise<boolean> {
+  const pid = /connected: shell ([0-9]+)/.exec(await page.locator('#status').innerText())![1]!
+  const running = (): boolean => spawnSync('pgrep', ['-P', pid, '-x', command], { stdio: 'ignore' }).status === 0
+  for (let tries = 0; !running() && tries < 100; tries++) await page.waitForTimeout(100)
+  return running()
 }

@@ -13,6 +13,7 @@ const problem = document.getElementById('problem')
  */
 async function call(path, body) {
   problem.textContent = ''
+  for (const input of document.querySelectorAll('input')) input.removeAttribute('aria-invalid')
   const buttons = document.querySelectorAll('button')
   // A disabled button loses the keyboard: it goes back where it was once the answer is shown.
   const focused = document.activeElement
@@ -26,7 +27,10 @@ async function call(path, body) {
     })
     if (res.ok) return location.reload()
     const answer = await res.json().catch(() => ({}))
-    const detail = Array.isArray(answer.details) && answer.details.length ? `: ${answer.details.map((d) => `${d.path} ${d.message}`).join('; ')}` : ''
+    const details = Array.isArray(answer.details) ? answer.details : []
+    // A field the API names ("/password") is marked, and named in words a person reads.
+    for (const d of details) form?.querySelector(`input[name="${CSS.escape(String(d.path).slice(1))}"]`)?.setAttribute('aria-invalid', 'true')
+    const detail = details.length ? `: ${details.map((d) => `${String(d.path).slice(1)} ${d.message}`).join('; ')}` : ''
     problem.textContent = `${answer.error || `HTTP ${res.status}`}${detail}`
   } catch (err) {
     problem.textContent = `the platform cannot be reached (${err.message})`

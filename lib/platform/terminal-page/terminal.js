@@ -16,6 +16,7 @@ const MAX_SIZE = 1000
 /** Why a connection ended, by WebSocket close code. */
 const CLOSE_REASONS = {
   1000: 'connection closed',
+  1005: 'connection closed',
   1001: 'the terminal bridge is shutting down',
   1006: 'connection lost (the terminal bridge or the platform stopped, or the network failed)',
   1008: 'connection refused',
@@ -31,7 +32,16 @@ const statusLine = document.getElementById('status')
 const PAGE_TITLE = document.title
 const button = document.getElementById('reconnect')
 // allowProposedApi: `term.unicode` is proposed API in xterm.js 6.
-const term = new Terminal({ cursorBlink: true, scrollback: 10000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace', fontSize: 14, allowProposedApi: true })
+// minimumContrastRatio: every colour drawn, the page's red messages and a shell's blue included,
+// at least WCAG AA's 4.5:1 against its background (xterm's red on black is 3.6:1).
+const term = new Terminal({
+  cursorBlink: !matchMedia('(prefers-reduced-motion: reduce)').matches,
+  minimumContrastRatio: 4.5,
+  scrollback: 10000,
+  fontFamily: 'ui-monospace, Menlo, Consolas, monospace',
+  fontSize: 14,
+  allowProposedApi: true,
+})
 const fit = new FitAddon.FitAddon()
 term.loadAddon(fit)
 term.unicode.register(createWidthProvider())
@@ -49,8 +59,27 @@ readerMode.addEventListener('change', () => {
   if (shellRunning) term.focus()
 })
 // While no shell runs, Tab leaves the terminal (which has no use for keys then) for the page's
-// button and box: the keyboard is never held in a terminal that takes nothing.
-term.attachCustomKeyEventHandler((event) => !(event.key === 'Tab' && !button.hidden))
+// button and box: the keyboard is never held in a terminal that takes nothing. While one runs,
+// Tab is the shell's (completion), and Escape then Tab (or Shift+Tab) leaves for the header, as
+// in CodeMirror: the Escape reaches the shell, the Tab does not. Said by the header's hint, which
+// describes the terminal's input to a screen reader too.
+let escaped = false
+const MODIFIERS = new Set(['Shift', 'Control', 'Alt', 'Meta'])
+term.textarea.setAttribute('aria-describedby', 'keys')
+term.attachCustomKeyEventHandler((event) => {
+  if (event.key !== 'Tab') {
+    if (event.type === 'keydown' && !MODIFIERS.has(event.key)) escaped = event.key === 'Escape'
+    return true
+  }
+  if (!button.hidden) return false
+  if (!escaped) return true
+  if (event.type === 'keydown') {
+    escaped = false
+    event.preventDefault()
+    readerMode.focus()
+  }
+  return false
+})
 // Keys typed from the start wait for the shell (early): the terminal has them from the start.
 term.focus()
 fitTerminal()
@@ -82,6 +111,9 @@ let ws = null
 let shellRunning = false
 /** The running shell's pid, for the status line. */
 let shellPid = null
+/** How the last shell ended ("shell exited with code 0"), for the status line. */
+let exited = ''
+
 /** Keys typed before the shell is ready (a ticket, the connection, a create out, its prompt): sent once it is. */
 const early = holdEarlyKeys((keys, dropped) => {
   setStatus(`connected: shell ${shellPid}`)
@@ -209,8 +241,9 @@ async function connect() {
       shellRunning = false
       early.cancel()
       const how = frame.signal !== null ? `signal ${frame.signal}` : `code ${frame.code}`
-      term.write(`\r\n\x1b[2m[shell exited with ${how}]\x1b[0m\r\n`)
-      setStatus(`shell exited with ${how}`)
+      exited = `shell exited with ${how}`
+      term.write(`\r\n\x1b[2m[${exited}]\x1b[0m\r\n`)
+      setStatus(exited)
       offer('New shell')
     } else if (frame.type === 'error') {
       if (shellRunning) return refused(`error: ${frame.message}`)
@@ -220,6 +253,9 @@ async function connect() {
         early.cancel()
         setStatus(`no shell: ${frame.message}`, true)
         offer('New shell')
+      } else {
+        // Keys typed as the shell ended, answered after its exit: said where a screen reader hears it.
+        setStatus(`${exited}; keys typed after it were not sent`, true)
       }
     }
   }
@@ -231,7 +267,8 @@ async function connect() {
     // A refused upgrade (the bridge's 401, 403 or 404, or the platform's 502 when the bridge is
     // down) reaches the page only as a close without a handshake; the browser hides the status.
     const reason = opened ? CLOSE_REASONS[event.code] || `connection closed (${event.code})` : NOT_OPENED
-    setStatus(event.reason && event.code !== 1013 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
+    // The bridge's own reasons for 1013 and 1001 say again what the page says.
+    setStatus(event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)
     offer('Reconnect')
   }

@@ -149,7 +149,7 @@ t.test('with the keyboard alone after an exit: Tab leaves the terminal, which ta
 t.test('with a shell running, Escape then Tab (or Shift+Tab) leaves the terminal for the header; the Tab is not sent, the Escape is', async (t) => {
   const { page } = await shellPage(stack, 'edge_escape_tab')
   const focused = (): Promise<string | undefined> => page.evaluate(() => document.activeElement?.id || document.activeElement?.className)
-  t.equal(await page.locator('.xterm-helper-textarea').getAttribute('aria-describedby'), 'keys', 'the terminal\'s input is described by the hint')
+  t.equal(await page.locator('.xterm-helper-textarea').getAttribute('aria-describedby'), 'keys output-hidden', 'the terminal\'s input is described by the hint, and says its output is not read out')
   t.equal(await page.locator('#keys').innerText(), 'Esc then Tab leaves the terminal')
   await page.locator('.xterm').click()
   // cat -vT shows what reaches the shell: ^[ for Escape, ^I for Tab.
@@ -219,8 +219,12 @@ t.test('screen reader mode: the box turns on xterm\'s accessible output, and thi
   const accessible = (): Promise<string> => page.evaluate(() => document.querySelector('.xterm-accessibility-tree')?.textContent ?? '')
   t.equal(await page.evaluate(() => term.options.screenReaderMode), false, 'off at first')
   t.equal(await page.locator('.xterm-accessibility-tree').count(), 0, 'no accessible copy of the output')
+  const described = (): Promise<string | null> => page.locator('.xterm-helper-textarea').getAttribute('aria-describedby')
+  t.equal(await page.locator('#output-hidden').textContent(), 'Its output is read out only with the Screen reader box checked.')
+  t.equal(await described(), 'keys output-hidden', 'the terminal\'s input says so')
   await page.locator('#screen-reader').check()
   t.equal(await page.evaluate(() => term.options.screenReaderMode), true, 'on')
+  t.equal(await described(), 'keys', 'and no longer once the output is read out')
   t.equal(await page.evaluate(() => document.activeElement?.className), 'xterm-helper-textarea', 'the running shell has the keyboard back')
   await page.keyboard.type('echo read-$((6*7))')
   await page.keyboard.press('Enter')
@@ -230,8 +234,10 @@ t.test('screen reader mode: the box turns on xterm\'s accessible output, and thi
   await waitForStatus(page, /^connected: shell [0-9]+$/)
   t.equal(await page.locator('#screen-reader').isChecked(), true, 'still on after a reload')
   t.equal(await page.evaluate(() => term.options.screenReaderMode), true)
+  t.equal(await described(), 'keys')
   await page.locator('#screen-reader').uncheck()
   t.equal(await page.evaluate(() => term.options.screenReaderMode), false, 'and off again')
+  t.equal(await described(), 'keys output-hidden')
   await page.context().close()
 })
 

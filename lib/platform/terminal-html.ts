@@ -70,7 +70,7 @@ const pageHtml = (): string => `<!doctype html>
 <link rel="stylesheet" href="${assetUrl('terminal.css')}">
 </head>
 <body>
-<header><h1>Playfield terminal</h1> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden aria-describedby="status">Reconnect</button> <label id="reader-mode"><input type="checkbox" id="screen-reader"> Screen reader</label> <span id="keys">Esc then Tab leaves the terminal</span></header>
+<header><h1>Playfield terminal</h1> <span id="status" role="status">starting</span> <button id="reconnect" type="button" hidden aria-describedby="status">Reconnect</button> <label id="reader-mode"><input type="checkbox" id="screen-reader"> Screen reader</label> <span id="keys">Esc then Tab leaves the terminal</span><span id="output-hidden" class="visually-hidden">Its output is read out only with the Screen reader box checked.</span></header>
 <main id="terminal"></main>
 <script src="${assetUrl('xterm.js')}"></script>
 <script src="${assetUrl('addon-fit.js')}"></script>

@@ -51,9 +51,14 @@ term.open(document.getElementById('terminal'))
 // some work): a box in the header, remembered by this browser.
 const readerMode = document.getElementById('screen-reader')
 readerMode.checked = stored('screenReader') === 'on'
-term.options.screenReaderMode = readerMode.checked
-readerMode.addEventListener('change', () => {
+/** Screen reader mode as the box says; the terminal's input tells a screen reader when the output is not read out. */
+function applyReaderMode() {
   term.options.screenReaderMode = readerMode.checked
+  term.textarea.setAttribute('aria-describedby', readerMode.checked ? 'keys' : 'keys output-hidden')
+}
+applyReaderMode()
+readerMode.addEventListener('change', () => {
+  applyReaderMode()
   store('screenReader', readerMode.checked ? 'on' : 'off')
   // Clicked while a shell runs: the keys typed next are the shell's, not the box's.
   if (shellRunning) term.focus()
@@ -62,10 +67,9 @@ readerMode.addEventListener('change', () => {
 // button and box: the keyboard is never held in a terminal that takes nothing. While one runs,
 // Tab is the shell's (completion), and Escape then Tab (or Shift+Tab) leaves for the header, as
 // in CodeMirror: the Escape reaches the shell, the Tab does not. Said by the header's hint, which
-// describes the terminal's input to a screen reader too.
+// describes the terminal's input to a screen reader too (applyReaderMode).
 let escaped = false
 const MODIFIERS = new Set(['Shift', 'Control', 'Alt', 'Meta'])
-term.textarea.setAttribute('aria-describedby', 'keys')
 term.attachCustomKeyEventHandler((event) => {
   if (event.key !== 'Tab') {
     if (event.type === 'keydown' && !MODIFIERS.has(event.key)) escaped = event.key === 'Escape'

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { constants, copyFileSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, constants, copyFileSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -39,13 +39,17 @@ function loadOrCreate(file: string): string[] {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
   }
+  removeStaleDrafts(file)
   const existing = readSecret(file)
   if (existing !== null) return [existing]
   const secret = randomBytes(32).toString('base64url')
   const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   try {
-    writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
+    writeDurably(draft, secret + '\n')
     publish(draft, file)
+    // The link itself on disk too: a power cut after the start must not take back a key that has
+    // signed cookies and tokens (an empty file in its place would stop the next start).
+    syncDirectory(path.dirname(file))
   } catch (err) {
     // Another process made it first: use theirs, which is whole.
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
@@ -58,6 +62,47 @@ function loadOrCreate(file: string): string[] {
     rmSync(draft, { force: true })
   }
   return [secret]
+}
+
+/** Create `file` (mode 0600, failing when it exists) holding `text`, on disk before this returns. */
+function writeDurably(file: string, text: string): void {
+  const fd = openSync(file, 'wx', 0o600)
+  try {
+    writeSync(fd, text)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Flush a directory's entries to disk, where the file system can (some refuse fsync on a directory: EINVAL). */
+function syncDirectory(dir: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(dir, 'r')
+    fsyncSync(fd)
+  } catch {
+    // The secret is in place all the same; only a power cut could still take its entry back.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** A draft lives milliseconds; one older than this is the leftover of a process killed while writing it. */
+const STALE_DRAFT_MS = 60_000
+
+/** Remove the leftover drafts of `file` (`<name>.<pid>.<random>.tmp`), never one a process beside this one is writing. */
+function removeStaleDrafts(file: string): void {
+  const prefix = `${path.basename(file)}.`
+  for (const entry of readdirSync(path.dirname(file))) {
+    if (!entry.startsWith(prefix) || !entry.endsWith('.tmp')) continue
+    const draft = path.join(path.dirname(file), entry)
+    try {
+      if (Date.now() - statSync(draft).mtimeMs > STALE_DRAFT_MS) rmSync(draft, { force: true })
+    } catch {
+      // Gone meanwhile (its process linked and removed it): nothing to remove.
+    }
+  }
 }
 
 /**

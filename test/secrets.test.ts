@@ -23,6 +23,23 @@ t.test('a generated secret: 43 characters, mode 0600, reused, no draft left behi
   t.same(loadSecret(dir, 'example', 'a'.repeat(32) + ',' + 'b'.repeat(32)), ['a'.repeat(32), 'b'.repeat(32)], 'the environment wins')
 })
 
+t.test('drafts left by a process killed while writing a secret go at the next start; one being written beside it stays', async (t) => {
+  const dir = tempDir()
+  const secrets = path.join(dir, 'secrets')
+  mkdirSync(secrets, { mode: 0o700 })
+  const stale = path.join(secrets, 'example.4242.0123456789ab.tmp')
+  const fresh = path.join(secrets, 'example.4343.ba9876543210.tmp')
+  const other = path.join(secrets, 'other.4242.0123456789ab.tmp')
+  for (const draft of [stale, fresh, other]) writeFileSync(draft, 'x'.repeat(43) + '\n', { mode: 0o600 })
+  const hourAgo = new Date(Date.now() - 3_600_000)
+  for (const draft of [stale, other]) fs.utimesSync(draft, hourAgo, hourAgo)
+  const [secret] = loadSecret(dir, 'example', null)
+  t.match(secret, /^[A-Za-z0-9_-]{43}$/, 'a new secret, not a draft\'s')
+  t.same(readdirSync(secrets).sort(), ['example', path.basename(fresh), path.basename(other)].sort(), 'its own stale draft is gone; a minute-young one and another secret\'s are kept')
+  loadSecret(dir, 'other', null)
+  t.same(readdirSync(secrets).sort(), ['example', path.basename(fresh), 'other'].sort(), 'the other\'s goes when that secret is loaded')
+})
+
 t.test('what the platform creates in a new DATA_DIR is its account\'s alone: the directory 0700, every file without group or other bits', async (t) => {
   const parent = path.join(tempDir(), 'fresh')
   const dataDir = path.join(parent, 'data')

@@ -583,8 +583,8 @@ t.test('CORS: an allowed origin gets its headers, a foreign one none; Vary: Orig
   const allowed = await rawRequest(base, 'GET', '/api/thing', { origin: ORIGIN })
   t.equal(allowed.headers['access-control-allow-origin'], ORIGIN)
   t.equal(allowed.headers['access-control-allow-credentials'], 'true')
-  // README: ETag, Retry-After and X-Request-Id are exposed, so a page can revalidate, back off and quote an id.
-  t.same(allowed.headers['access-control-expose-headers']?.split(/,\s*/).sort(), ['ETag', 'Retry-After', 'X-Request-Id'], 'the headers a page may read')
+  // README: Allow, ETag, Retry-After and X-Request-Id are exposed, so a page can read a 405's methods, revalidate, back off and quote an id.
+  t.same(allowed.headers['access-control-expose-headers']?.split(/,\s*/).sort(), ['Allow', 'ETag', 'Retry-After', 'X-Request-Id'], 'the headers a page may read')
   t.equal(allowed.headers['vary'], 'Origin')
   const foreign = await rawRequest(base, 'GET', '/api/thing', { origin: 'https://evil.example' })
   t.equal(foreign.status, 200, 'a foreign GET is answered')

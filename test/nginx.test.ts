@@ -160,6 +160,13 @@ const TOO_LARGE_BODY = { error: 'body larger than 65536 bytes', code: 'PAYLOAD_T
 const TOO_LARGE_HEADERS = { error: 'request headers larger than 16 KiB (a long URL counts)', code: 'HEADERS_TOO_LARGE' }
 const JSON_BODY = { origin: ORIGIN, 'content-type': 'application/json' }
 
+/** The CORS headers of an answer to the allowed ORIGIN, as the platform's own answers carry them; none for another origin. */
+function corsOf(headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | undefined> {
+  const names = ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers', 'access-control-allow-methods']
+  return Object.fromEntries(names.filter((n) => headers[n] !== undefined).map((n) => [n, headers[n]]))
+}
+const CORS = { 'access-control-allow-origin': ORIGIN, 'access-control-allow-credentials': 'true', 'access-control-expose-headers': 'Allow, ETag, Retry-After, X-Request-Id' }
+
 /** The body as JSON, or as the text it is when it is not JSON (nginx's own HTML pages). */
 function jsonOf(text: string): unknown {
   try {
@@ -187,6 +194,10 @@ t.test('a body over 65,536 bytes is 413 PAYLOAD_TOO_LARGE in JSON through nginx,
   const direct = await request('POST', `${platform.url}/api/auth/login`, { headers: JSON_BODY, raw: Buffer.alloc(65_537, 'a') })
   t.equal(direct.status, 413, 'the platform refuses 65,537 bytes')
   t.same(jsonOf(direct.body), TOO_LARGE_BODY)
+  t.same(corsOf(direct.headers), CORS, 'with CORS headers for an allowed origin')
+  const foreign = await request('POST', `${BASE}/api/auth/login`, { ca, headers: { ...JSON_BODY, origin: 'https://elsewhere.example' }, raw: Buffer.alloc(65_537, 'a') })
+  t.equal(foreign.status, 413)
+  t.same(corsOf(foreign.headers), {}, 'nginx\'s 413 to another origin: no CORS headers, as the platform gives none')
   for (const size of [65_537, 1_000_000, 2 * 1024 * 1024]) {
     for (const chunked of [false, true]) {
       const how = `${size} bytes ${chunked ? 'chunked' : 'with Content-Length'}`
@@ -194,6 +205,7 @@ t.test('a body over 65,536 bytes is 413 PAYLOAD_TOO_LARGE in JSON through nginx,
       t.equal(res.status, 413, how)
       t.equal(res.headers['content-type'], direct.headers['content-type'], `${how}: ${direct.headers['content-type']}`)
       t.same(jsonOf(res.body), TOO_LARGE_BODY, `${how}: the contract's body, not nginx's HTML`)
+      t.same(corsOf(res.headers), corsOf(direct.headers), `${how}: the platform's CORS headers for an allowed origin`)
       t.equal(res.headers.vary, 'Origin')
       t.equal(res.headers['x-content-type-options'], 'nosniff', `${how}: nosniff, as every answer of the platform`)
       t.equal(res.headers['strict-transport-security'], 'max-age=63072000')
@@ -229,7 +241,7 @@ t.test('headers over 16 KiB are 431 HEADERS_TOO_LARGE in JSON through nginx, as 
     // The most nginx passes on: a body held in memory goes out with the headers in one write, so
     // the platform's early 431 and close cannot cut nginx's write short (which nginx answers 502).
     { name: 'eight 15 KiB headers and a 64 KiB body', path: '/api/auth/login', headers: { ...headers15(8), ...JSON_BODY }, raw: Buffer.alloc(65_536, 'a'), answeredBy: 'platform' },
-    { name: 'one 40 KiB header', path: '/api/games', headers: { 'x-big': 'a'.repeat(40 * KiB) }, answeredBy: 'nginx' },
+    { name: 'one 40 KiB header', path: '/api/games', headers: { 'x-big': 'a'.repeat(40 * KiB), origin: ORIGIN }, answeredBy: 'nginx' },
     { name: 'ten 15 KiB headers', path: '/api/games', headers: headers15(10), answeredBy: 'nginx' },
     { name: 'a 40 KiB URL', path: `/api/games?x=${'a'.repeat(40 * KiB)}`, headers: {}, answeredBy: 'nginx' },
   ]
@@ -242,6 +254,7 @@ t.test('headers over 16 KiB are 431 HEADERS_TOO_LARGE in JSON through nginx, as 
     t.equal(res.status, 431, `${name}: 431 through nginx`)
     t.equal(res.headers['content-type'], direct.headers['content-type'])
     t.same(jsonOf(res.body), TOO_LARGE_HEADERS, `${name}: the contract's body, not nginx's HTML`)
+    t.same(corsOf(res.headers), corsOf(direct.headers), `${name}: the platform's CORS headers (none: its headers were not read)`)
     t.equal(res.headers.vary, 'Origin')
     t.equal(res.headers['x-content-type-options'], 'nosniff', `${name}: nosniff`)
     const id = String(res.headers['x-request-id'])
@@ -382,6 +395,7 @@ t.test('with the platform down, /api/ and the ticket answer 503 BACKEND_UNAVAILA
     t.equal(res.status, 503, `${method} ${path}: 503`)
     t.equal(res.headers['content-type'], 'application/json; charset=utf-8', `${method} ${path}: JSON`)
     t.same(jsonOf(res.body), UNAVAILABLE, `${method} ${path}: the contract's body, not nginx's HTML`)
+    t.same(corsOf(res.headers), CORS, `${method} ${path}: readable by a page on an allowed origin`)
     t.equal(res.headers['retry-after'], '5')
     t.equal(res.headers['cache-control'], 'no-store')
     t.equal(res.headers['x-content-type-options'], 'nosniff')
@@ -391,6 +405,19 @@ t.test('with the platform down, /api/ and the ticket answer 503 BACKEND_UNAVAILA
     t.match(id, UUID)
     t.ok(await nginxLogged(id), `${method} ${path}: its id in nginx's access log`)
   }
+  // A page on an allowed origin sends a preflight first: it passes, so the request after it reads the 503.
+  const preflight = (origin: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> =>
+    request('OPTIONS', `${BASE}/api/leaderboards/submit`, { ca, headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+  const allowed = await preflight(ORIGIN)
+  t.equal(allowed.status, 204, 'a preflight from an allowed origin: 204')
+  t.same(corsOf(allowed.headers), { ...CORS, 'access-control-allow-methods': 'GET, HEAD, POST, PUT, DELETE, OPTIONS' }, 'with the platform\'s preflight headers')
+  t.equal(allowed.headers['access-control-allow-headers'], 'content-type')
+  const refused = await preflight('https://elsewhere.example')
+  t.equal(refused.status, 204, 'from another origin: 204 too, as from the platform')
+  t.same(corsOf(refused.headers), {}, 'without CORS headers, so the browser stops there')
+  const ignored = await request('GET', `${BASE}/api/games`, { ca, headers: { origin: 'https://elsewhere.example' } })
+  t.equal(ignored.status, 503)
+  t.same(corsOf(ignored.headers), {}, 'a 503 to another origin carries no CORS headers')
   for (const path of ['/dev/terminal', '/']) {
     const page = await request('GET', `${BASE}${path}`, { ca })
     t.equal(page.status, 503, `${path}: 503`)

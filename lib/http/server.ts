@@ -224,7 +224,7 @@ function handle(
       if (allowed) {
         res.setHeader('access-control-allow-origin', origin)
         res.setHeader('access-control-allow-credentials', 'true')
-        res.setHeader('access-control-expose-headers', 'ETag, Retry-After, X-Request-Id')
+        res.setHeader('access-control-expose-headers', 'Allow, ETag, Retry-After, X-Request-Id')
       }
       if (method === 'OPTIONS') {
         if (allowed) {

@@ -68,7 +68,8 @@ export function siteConfig(ports: SitePorts, files: { cert: string; key: string;
   swap('server 127.0.0.1:7681;', `server 127.0.0.1:${ports.terminal};`, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/fullchain\.pem/g, files.cert, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/privkey\.pem/g, files.key, 1)
-  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 7)
+  swap(/\/var\/log\/nginx\//g, files.logDir + '/', 8)
+  swap('"https://play.example.com"  $http_origin;', `"https://127.0.0.1:${ports.https}"  $http_origin;`, 1)
   return text
 }
 

@@ -4,6 +4,7 @@ import net from 'node:net'
 import t from 'tap'
 import { WebSocket } from 'ws'
 import { alive, connect, maskedText, ORIGIN, readPaced, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
+import type { RunningProcess } from './helpers/platform.js'
 
 
 const pidOf = (c: TermClient): number => c.frames.find((f) => f.type === 'created')!.pid as number
@@ -13,6 +14,40 @@ async function shell(port: number): Promise<TermClient> {
   c.send({ type: 'create' })
   await c.frame('created')
   return c
+}
+
+/** Run `command`, a job ending in `&`, in c's shell; the job's pid. */
+const jobPid = async (c: TermClient, command: string): Promise<number> => Number((await c.run(`${command} echo $!`)).trim().split(/\s+/).pop())
+
+const fdCount = (bridge: RunningProcess): number => readdirSync(`/proc/${bridge.child.pid}/fd`).length
+
+/**
+ * The bridge's descriptors that stay open: the fewest over a second of samples. A moment's count
+ * also holds descriptors the bridge opens for an instant (a directory read while it ends a
+ * session): the count once read one above the baseline right after reading it back down.
+ */
+async function lastingFds(bridge: RunningProcess): Promise<number> {
+  let fewest = Infinity
+  for (let i = 0; i < 10; i++) {
+    fewest = Math.min(fewest, fdCount(bridge))
+    await sleep(100)
+  }
+  return fewest
+}
+
+/**
+ * One connect-create-close cycle, so lazily opened descriptors (the ws module, the pty thread pool)
+ * count in a baseline; resolves once it is logged. No HTTP request: its kept-alive socket would
+ * count in the baseline, then close, and hide a descriptor leaked meanwhile.
+ */
+async function warmUp(bridge: RunningProcess): Promise<void> {
+  const sessions = (): number => bridge.logs.filter((l) => l.event === 'terminal.session').length
+  const before = sessions()
+  const warm = await shell(bridge.port)
+  warm.ws.close()
+  await until(() => !alive(pidOf(warm)), 5_000, 'the first shell to end')
+  await until(() => sessions() > before, 5_000, 'the first session\'s log line')
+  await sleep(300)
 }
 
 t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one is accepted once one closes', async (t) => {
@@ -182,18 +217,9 @@ t.test('the session line counts bytes, not characters: bytesIn is the UTF-8 of e
 t.test('closing the socket frees the PTY\'s descriptors at once, while the session\'s process that ignores SIGHUP still waits for its SIGKILL', async (t) => {
   const bridge = await startBridge()
   t.teardown(() => bridge.stop())
-  const fds = (): number => readdirSync(`/proc/${bridge.child.pid}/fd`).length
-  // One cycle first, so lazily opened descriptors count in the baseline.
-  const warm = await shell(bridge.port)
-  warm.ws.close()
-  await until(() => !alive(pidOf(warm)), 5_000, 'the first shell to end')
-  await until(async () => ((await (await fetch(bridge.url + '/')).json()) as { connections: number }).connections === 0, 5_000, 'idle')
-  await sleep(300)
-  let baseline = Infinity
-  for (let i = 0; i < 10; i++) {
-    baseline = Math.min(baseline, fds())
-    await sleep(50)
-  }
+  const fds = (): number => fdCount(bridge)
+  await warmUp(bridge)
+  const baseline = await lastingFds(bridge)
   const c = await shell(bridge.port)
   const pid = pidOf(c)
   // The shell becomes a program that ignores SIGHUP and never touches its terminal.
@@ -238,24 +264,8 @@ t.test('after a session that streamed a flood, the next connection is logged at 
 t.test('the bridge\'s open descriptors return to their baseline after 200 connect-create-close cycles', async (t) => {
   const bridge = await startBridge()
   t.teardown(() => bridge.stop())
-  const fds = (): number => readdirSync(`/proc/${bridge.child.pid}/fd`).length
-  // A descriptor that stays open: the fewest open over a second of samples. A moment's count
-  // also holds descriptors the bridge opens for an instant (a directory read while it ends a
-  // session): the count once read one above the baseline right after reading it back down.
-  const lasting = async (): Promise<number> => {
-    let fewest = Infinity
-    for (let i = 0; i < 10; i++) {
-      fewest = Math.min(fewest, fds())
-      await sleep(100)
-    }
-    return fewest
-  }
-  // One cycle first, so lazily opened descriptors (the ws module, the pty thread pool) count in the baseline.
-  const warm = await shell(bridge.port)
-  warm.ws.close()
-  await until(async () => ((await (await fetch(bridge.url + '/')).json()) as { connections: number }).connections === 0, 5_000, 'idle')
-  await sleep(300)
-  const baseline = await lasting()
+  await warmUp(bridge)
+  const baseline = await lastingFds(bridge)
   for (let i = 0; i < 200; i++) {
     const c = await shell(bridge.port)
     c.ws.close()
@@ -263,8 +273,8 @@ t.test('the bridge\'s open descriptors return to their baseline after 200 connec
   }
   // Ending the last sessions takes up to the kill grace; give it 15 s.
   const deadline = Date.now() + 15_000
-  let after = await lasting()
-  while (after > baseline && Date.now() < deadline) after = await lasting()
+  let after = await lastingFds(bridge)
+  while (after > baseline && Date.now() < deadline) after = await lastingFds(bridge)
   t.ok(after <= baseline, `no descriptor leaked (baseline ${baseline}, after ${after})`)
 })
 
@@ -321,6 +331,32 @@ for (const ending of ['kill', 'close'] as const) {
     t.ok(alive(job), 'the job is still in its grace')
     t.same(await bridge.stop('SIGTERM'), { code: 0, signal: null })
     t.notOk(alive(job), 'the job ended with the bridge')
+  })
+}
+
+// The shell's own exit and a `kill` end the session as a closed socket does (CONTRACT §6), with
+// no SIGTERM of the bridge behind them, and the connection stays open for the next create.
+for (const ending of ['exit', 'kill'] as const) {
+  t.test(`${ending === 'exit' ? 'the shell\'s own exit' : 'a kill frame'} ends the session's jobs, one ignoring SIGHUP and a nohup one, and frees the PTY's descriptors; the connection stays open`, async (t) => {
+    const bridge = await startBridge()
+    t.teardown(() => bridge.stop())
+    await warmUp(bridge)
+    const c = await connect(bridge.port)
+    const baseline = await lastingFds(bridge)
+    c.send({ type: 'create' })
+    await c.frame('created')
+    const jobs = [await jobPid(c, "(trap '' HUP; exec sleep 1005 </dev/null >/dev/null 2>&1) &"), await jobPid(c, 'nohup sleep 1006 >/dev/null 2>&1 &')]
+    for (const pid of jobs) t.ok(alive(pid), `job ${pid} runs`)
+    t.ok(fdCount(bridge) > baseline, 'the PTY\'s descriptors are open')
+    const at = c.frames.length
+    c.send(ending === 'exit' ? { type: 'input', data: 'exit\r' } : { type: 'kill' })
+    await c.frame('exit', at)
+    await until(() => !jobs.some(alive), 5_000, `both jobs to end after the ${ending}`)
+    t.pass('the job ignoring SIGHUP and the nohup job are gone')
+    await until(() => fdCount(bridge) <= baseline, 10_000, `the descriptors to be back to ${baseline} after the ${ending}`)
+    t.pass(`the descriptors are back to ${baseline}`)
+    t.equal(c.closed, null, 'the connection stays open')
+    c.ws.close()
   })
 }
 

@@ -100,6 +100,22 @@ t.test('bad frames are error frames and the connection stays', async (t) => {
   c.ws.close()
 })
 
+t.test('a resize to a size outside 1-1000 or not an integer is an error frame, and the size stays as it was', async (t) => {
+  const c = await connect(bridge.port)
+  c.send({ type: 'create', cols: 100, rows: 30 })
+  await c.frame('created')
+  const bad: ['cols' | 'rows', unknown][] = [['cols', 0], ['rows', 0], ['cols', 1001], ['rows', 1001], ['rows', 2.5], ['cols', '80'], ['cols', -1]]
+  for (const [field, value] of bad) {
+    const frame = { type: 'resize', cols: 120, rows: 40, [field]: value }
+    const at = c.frames.length
+    c.send(frame)
+    t.match(await c.frame('error', at), { message: new RegExp(`^invalid resize frame: ${field} `) }, JSON.stringify(frame))
+  }
+  t.match(await c.run('stty size'), /^30 100\r?\n/, 'still 100x30')
+  t.equal(c.closed, null, 'still open')
+  c.ws.close()
+})
+
 t.test('a client that floods bad frames and never reads: once the socket buffers are full, error frames past a few hundred queued are dropped, memory stays bounded', async (t) => {
   const status = (): string => readFileSync(`/proc/${bridge.child.pid}/status`, 'utf8')
   const rss = (): number => Number(/VmRSS:\s+(\d+)/.exec(status())![1]) / 1024

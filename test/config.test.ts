@@ -7,6 +7,14 @@ import Database from 'better-sqlite3'
 import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { startBridge } from './helpers/terminal.js'
+
+// GAME_BACKEND=nakama with one of its keys unset: each is required (CONTRACT §1).
+const NAKAMA = { GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }
+const MISSING_KEYS = (['NAKAMA_SERVER_KEY', 'NAKAMA_HTTP_KEY'] as const).map((name): [Record<string, string>, string] => {
+  const { [name]: _unset, ...env } = NAKAMA
+  return [env, `${name}: missing; required when GAME_BACKEND=nakama (a non-empty string without spaces or colons (Basic auth ends the key at the first colon))`]
+})
 
 /** Each bad variable and the exact line the platform prints (CONTRACT §1). */
 const BAD: [Record<string, string>, string][] = [
@@ -23,6 +31,7 @@ const BAD: [Record<string, string>, string][] = [
   [{ PLATFORM_ORIGINS: 'https://play.example.com?x' },
     'PLATFORM_ORIGINS: "https://play.example.com?x" is not an origin as browsers send it; write it as https://play.example.com; expected a comma list of origins like https://play.example.com'],
   [{ GAME_BACKEND: 'nakama' }, 'NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'],
+  ...MISSING_KEYS,
   [{ SESSION_SECRET: 's'.repeat(31) }, 'SESSION_SECRET: (31 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ SESSION_SECRET: `${'a'.repeat(32)},${'b'.repeat(31)}` }, 'SESSION_SECRET: (64 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
   [{ TERMINAL_TICKET_SECRET: 't'.repeat(31) }, 'TERMINAL_TICKET_SECRET: (31 characters, not shown) is invalid; expected a comma list of secrets, each at least 32 characters without spaces'],
@@ -127,6 +136,22 @@ t.test('a variable set to the empty string counts as unset (PORT= in a unit file
     new ConfigError('NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'), 'an empty required one is missing')
 })
 
+t.test('the bridge listens on 127.0.0.1 when TERMINAL_HOST is unset: its bridge.listening line', async (t) => {
+  const bridge = await startBridge({ TERMINAL_HOST: undefined })
+  t.teardown(() => bridge.stop())
+  t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { host: '127.0.0.1', port: bridge.port }, 'the default host, loopback')
+})
+
+t.test('a bad TERMINAL_MAX_CONN stops the bridge: exit 2 and only its line on stderr', async (t) => {
+  for (const value of ['abc', '0', '10000', '1.5', '-1']) {
+    const error = await startBridge({ TERMINAL_MAX_CONN: value }).then(async (bridge) => {
+      await bridge.stop()
+      return new Error(`started, with max ${String(bridge.logs.find((l) => l.event === 'bridge.listening')?.max)}`)
+    }, (err: Error) => err)
+    t.equal(error.message, `process exited (2) before ready: config: TERMINAL_MAX_CONN: ${JSON.stringify(value)} is invalid; expected an integer from 1 to 9999\n`, value)
+  }
+})
+
 t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line', async (t) => {
   for (const [env, line] of BAD) {
     t.throws(() => loadPlatformConfig(env), new ConfigError(line), line)
@@ -134,7 +159,7 @@ t.test('loadPlatformConfig: each bad variable is a ConfigError with its one line
 })
 
 t.test('a bad environment variable stops the platform: exit 2 and only its line on stderr', async (t) => {
-  for (const [env, line] of [...BAD.slice(0, 4), BAD[BAD.length - 1]!]) {
+  for (const [env, line] of [...BAD.slice(0, 4), BAD[BAD.length - 1]!, ...MISSING_KEYS]) {
     const error = await startPlatform({ env }).then(() => new Error('started'), (err: Error) => err)
     t.equal(error.message, `process exited (2) before ready: config: ${line}\n`, line)
   }

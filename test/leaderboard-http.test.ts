@@ -105,6 +105,24 @@ t.test('GET /api/leaderboards/{id}: the limit\'s bounds, 1 and 100, are accepted
   t.type(one.nextCursor, 'string', 'limit=1: and a cursor to the rest')
 })
 
+t.test('GET /api/leaderboards/{id}: nextCursor is null on a last page that is full (a record count that is a multiple of the limit)', async (t) => {
+  // fx-best-asc holds the records of the tests before; bring its count to an even 2n.
+  const anon = new Client(platform.url)
+  type Page = { records: { owner_id: string }[]; nextCursor: string | null }
+  const page = async (query: string): Promise<Page> => (await (await anon.get(`/api/leaderboards/fx-best-asc?${query}`)).json()) as Page
+  const before = (await page('limit=100')).records.length
+  for (let i = 0; i < 2 + (before % 2); i++) t.equal((await submit((await guest()).client, { leaderboardId: 'fx-best-asc', score: 2000 + i })).status, 200)
+  const all = await page('limit=100')
+  const n = all.records.length / 2
+  t.ok(Number.isInteger(n) && n >= 1, `an even count (${all.records.length})`)
+  t.equal((await page(`limit=${2 * n}`)).nextCursor, null, `${2 * n} records, limit ${2 * n}: no cursor`)
+  const first = await page(`limit=${n}`)
+  t.type(first.nextCursor, 'string', `limit ${n}: a cursor to the second page`)
+  const second = await page(`limit=${n}&cursor=${first.nextCursor}`)
+  t.same(second.records, all.records.slice(n), 'the second page holds the rest')
+  t.equal(second.nextCursor, null, `limit ${n}, the second page: no cursor`)
+})
+
 t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async (t) => {
   const anon = new Client(platform.url)
   const res = await anon.get('/api/leaderboards/fx-incr-desc')
@@ -236,6 +254,17 @@ t.test('bad submissions answer the contract error and change nothing', async (t)
   t.equal(edge.status, 200)
   const nested = await submit(user.client, { leaderboardId: board, score: 61, metadata: deep(31) })
   t.equal(nested.status, 200)
+})
+
+t.test('a score and a subscore of 2^53-1, the contract\'s largest, are accepted and stored exactly', async (t) => {
+  const user = await guest()
+  const max = Number.MAX_SAFE_INTEGER
+  const res = await submit(user.client, { leaderboardId: 'fx-set-desc', score: max, subscore: max })
+  t.equal(res.status, 200, 'accepted')
+  const listed = (await (await user.client.get('/api/leaderboards/fx-set-desc?limit=1')).json()) as Record<string, unknown>
+  const record = { owner_id: user.id, username: user.username, score: max, subscore: max, rank: 1 }
+  t.same(listed.records, [record], 'listed first, with both numbers exact')
+  t.same(listed.ownRecord, record, 'and as the player\'s own record')
 })
 
 t.test('__proto__ and constructor keys are stored as data', async (t) => {

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -8,7 +9,7 @@ import { openDatabase } from '../lib/backend/embedded/db.js'
 import { createEmbeddedBackend } from '../lib/backend/embedded/index.js'
 import { loadPlatformConfig } from '../lib/config.js'
 import { RENAME_RULE } from '../lib/limiter.js'
-import { countRows } from './helpers/accounts.js'
+import { countRows, readRow } from './helpers/accounts.js'
 import { startPlatform, tempDir } from './helpers/platform.js'
 
 const NOW = Date.parse('2026-11-22T12:00:00Z')
@@ -70,6 +71,20 @@ t.test('a rename in one process between another process\'s decision on a score a
     nextCursor: null,
     ownRecord: null,
   })
+})
+
+t.test('a register stores the password only as a salted scrypt hash: scrypt$16384$8$1$<salt>$<key>, and its text is in no database file', async (t) => {
+  const dataDir = tempDir()
+  const platform = await startPlatform({ dataDir })
+  t.teardown(() => platform.stop())
+  const password = 'plain-text-9f2c41d7-never-stored'
+  const res = await fetch(`${platform.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'hash_check', password }) })
+  t.equal(res.status, 200, 'registered')
+  t.match(readRow(dataDir, 'SELECT password_hash FROM accounts WHERE username = ?', 'hash_check'), { password_hash: /^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/ },
+    'N, r and p, then a 16-byte salt and a 32-byte key in base64url')
+  const files = readdirSync(dataDir).filter((name) => /^playfield\.sqlite(-wal|-shm)?$/.test(name))
+  t.ok(files.includes('playfield.sqlite'), `the database files: ${files.join(', ')}`)
+  for (const name of files) t.notOk(readFileSync(path.join(dataDir, name)).includes(password), `${name} does not hold the password`)
 })
 
 t.test('an account registered before register refused control characters still signs in with its password after an upgrade', async (t) => {

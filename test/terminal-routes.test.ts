@@ -141,6 +141,14 @@ t.test('the ticket takes no body or {}: anything else gets the JSON body errors,
   }
 })
 
+t.test('the ticket asked for by another method is 405 METHOD_NOT_ALLOWED in JSON, with Allow: POST', async (t) => {
+  for (const method of ['GET', 'PUT', 'DELETE']) {
+    const res = await new Client(base, ORIGIN).request(method, '/dev/terminal/ticket')
+    t.equal(res.headers.get('allow'), 'POST', `${method}: Allow`)
+    await expectError(t, res, 405, 'METHOD_NOT_ALLOWED', method)
+  }
+})
+
 t.test('a ticket from a foreign origin is refused by the platform', async (t) => {
   const dev = await register('terminal_admin')
   await users(product.dataDir, 'grant', 'terminal_admin', 'admin')

@@ -75,16 +75,22 @@ function writeDurably(file: string, text: string): void {
   }
 }
 
-/** Flush a directory's entries to disk, where the file system can (some refuse fsync on a directory: EINVAL). */
-function syncDirectory(dir: string): void {
-  let fd: number | undefined
+/** Flush a file's bytes, or a directory's entries, to disk. */
+function syncPath(target: string): void {
+  const fd = openSync(target, 'r')
   try {
-    fd = openSync(dir, 'r')
     fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** syncPath where the file system can (some refuse fsync on a directory: EINVAL). */
+function syncDirectory(dir: string): void {
+  try {
+    syncPath(dir)
   } catch {
     // The secret is in place all the same; only a power cut could still take its entry back.
-  } finally {
-    if (fd !== undefined) closeSync(fd)
   }
 }
 
@@ -117,6 +123,7 @@ function publish(draft: string, file: string): void {
     const code = (err as NodeJS.ErrnoException).code
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err
     copyFileSync(draft, file, constants.COPYFILE_EXCL)
+    syncPath(file)
   }
 }
 

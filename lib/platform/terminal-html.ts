@@ -94,8 +94,8 @@ export function refusalPage(status: 401 | 403, reason: string): string {
   const title = status === 401 ? '401 Sign in required' : '403 Developer access required'
   const action = status === 401
     ? `<form id="signin" method="post">
-<label>Username <input name="username" autocomplete="username" required autofocus aria-describedby="username-rule"><small id="username-rule">3–24 letters, digits, _ or -</small></label>
-<label>Password <input name="password" type="password" autocomplete="current-password" required aria-describedby="password-rule"><small id="password-rule">8–256 characters for a new account</small></label>
+<p class="field"><label for="username">Username</label> <input id="username" name="username" autocomplete="username" required autofocus aria-describedby="username-rule"> <small id="username-rule">3–24 letters, digits, _ or -</small></p>
+<p class="field"><label for="password">Password</label> <input id="password" name="password" type="password" autocomplete="current-password" required aria-describedby="password-rule"> <small id="password-rule">8–256 characters for a new account</small></p>
 <button type="submit" value="login">Sign in</button> <button type="submit" value="register">Create account</button>
 </form>`
     : '<p><button id="signout" type="button">Sign out</button></p>'

@@ -47,6 +47,9 @@ export interface SitePorts {
   terminal: number
 }
 
+/** A host name of 66 characters. */
+const LONG_HOST = `${'p'.repeat(40)}.games.example-company.com`
+
 /**
  * The shipped site with only what differs on a test machine replaced: listen addresses, upstream
  * ports, certificate and log paths. Every replacement must match, so a changed site cannot
@@ -69,7 +72,9 @@ export function siteConfig(ports: SitePorts, files: { cert: string; key: string;
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/fullchain\.pem/g, files.cert, 1)
   swap(/\/etc\/letsencrypt\/live\/play\.example\.com\/privkey\.pem/g, files.key, 1)
   swap(/\/var\/log\/nginx\//g, files.logDir + '/', 8)
-  swap('"https://play.example.com"  $http_origin;', `"https://127.0.0.1:${ports.https}"  $http_origin;`, 1)
+  // The test's origin, and a long host name of the kind the README's sed puts there, which nginx
+  // must fit in its map hash (nginx -t refused names of 39 characters and more in 64-byte buckets).
+  swap('"https://play.example.com"  $http_origin;', `"https://127.0.0.1:${ports.https}"  $http_origin;\n    "https://${LONG_HOST}"  $http_origin;`, 1)
   return text
 }
 

@@ -65,25 +65,55 @@ readerMode.addEventListener('change', () => {
 })
 // While no shell runs, Tab leaves the terminal (which has no use for keys then) for the page's
 // button and box: the keyboard is never held in a terminal that takes nothing. While one runs,
-// Tab is the shell's (completion), and Escape then Tab (or Shift+Tab) leaves for the header, as
-// in CodeMirror: the Escape reaches the shell, the Tab does not. Said by the header's hint, which
-// describes the terminal's input to a screen reader too (applyReaderMode).
-let escaped = false
+// Tab is the shell's (completion), and Escape then Tab (or Shift+Tab) within half a second leaves
+// for the header's box. Said by the header's hint, which describes the terminal's input to a
+// screen reader too (applyReaderMode). At the shell's prompt (the normal screen) an Escape alone
+// does nothing until the next key, which readline then reads as Alt+key: it is held until that
+// key (at most the half second) and dropped when the key is the Tab that leaves, so the first key
+// typed on coming back is not taken for Alt+key. A full-screen program (vi, less: the alternate
+// screen) gets its Escape at once.
+const ESCAPE_WINDOW_MS = 500
 const MODIFIERS = new Set(['Shift', 'Control', 'Alt', 'Meta'])
+/** When the last key pressed in the terminal was a bare Escape (performance.now()). */
+let escapedAt = -Infinity
+/** The timer of an Escape held back at the prompt, or null. */
+let heldEscape = null
+function sendHeldEscape() {
+  if (heldEscape === null) return
+  clearTimeout(heldEscape)
+  heldEscape = null
+  term.input('\x1b', true)
+}
+function dropHeldEscape() {
+  clearTimeout(heldEscape)
+  heldEscape = null
+}
 term.attachCustomKeyEventHandler((event) => {
-  if (event.key !== 'Tab') {
-    if (event.type === 'keydown' && !MODIFIERS.has(event.key)) escaped = event.key === 'Escape'
-    return true
+  if (MODIFIERS.has(event.key)) return true
+  if (event.key === 'Tab') {
+    if (!button.hidden) return false
+    if (performance.now() - escapedAt > ESCAPE_WINDOW_MS) {
+      if (event.type === 'keydown') sendHeldEscape()
+      return true
+    }
+    if (event.type === 'keydown') {
+      escapedAt = -Infinity
+      dropHeldEscape()
+      event.preventDefault()
+      readerMode.focus()
+    }
+    return false
   }
-  if (!button.hidden) return false
-  if (!escaped) return true
-  if (event.type === 'keydown') {
-    escaped = false
-    event.preventDefault()
-    readerMode.focus()
-  }
+  if (event.type !== 'keydown') return true
+  sendHeldEscape()
+  const bareEscape = event.key === 'Escape' && !event.ctrlKey && !event.altKey && !event.metaKey && !event.shiftKey
+  escapedAt = bareEscape ? performance.now() : -Infinity
+  if (!bareEscape || term.buffer.active.type !== 'normal') return true
+  heldEscape = setTimeout(sendHeldEscape, ESCAPE_WINDOW_MS)
   return false
 })
+// Clicked away meanwhile: the Escape goes now.
+term.textarea.addEventListener('blur', sendHeldEscape)
 // Keys typed from the start wait for the shell (early): the terminal has them from the start.
 term.focus()
 fitTerminal()
@@ -279,6 +309,8 @@ async function connect() {
 }
 
 term.onData((data) => {
+  // A paste (no key) after an Escape held back: the Escape first.
+  sendHeldEscape()
   if (shellRunning && !early.starting) sendInput(data)
   else if (early.creating || early.starting) early.keep(data)
 })

@@ -67,11 +67,14 @@ t.test('keys typed while the ticket and the connection are on their way reach th
   const { page, release } = await heldTicketPage(stack, 'browser_early')
   // No click first: the terminal has the keyboard from the start.
   t.match(await page.locator('#status').innerText(), /getting a ticket|connecting/, 'typed before the connection')
+  t.equal(await page.locator('#status').getAttribute('aria-busy'), 'true', 'a step on the way, held back from a screen reader')
   await page.keyboard.type('echo early-$((2+3))')
   await page.keyboard.press('Enter')
   release()
   await waitForScreen(page, /early-5/)
   t.match(await screen(page), /early-5/, 'the whole line ran')
+  await waitForStatus(page, /^connected: shell [0-9]+$/)
+  t.equal(await page.locator('#status').getAttribute('aria-busy'), 'false', 'the outcome is announced')
   await page.context().close()
 })
 

@@ -159,9 +159,13 @@ let buttonAction = null
 /** The size the shell has, as last sent. */
 let sent = { cols: 0, rows: 0 }
 
-function setStatus(text, isError) {
+/** Set the status line: an error, or `busy` (a step on the way to a shell). */
+function setStatus(text, isError, busy = false) {
   statusLine.textContent = text
   statusLine.className = isError ? 'error' : ''
+  // The steps of a connection come within a fraction of a second: a screen reader is told the
+  // outcome ("connected: shell N", or what went wrong), not each step (aria-busy holds them back).
+  statusLine.setAttribute('aria-busy', String(busy))
   // The tab says it too: a shell that ended in a tab out of view shows in the tab strip.
   document.title = `${text} · ${PAGE_TITLE}`
 }
@@ -228,7 +232,7 @@ async function connect() {
   term.focus()
   // Keys typed from now on wait for the shell, also while the ticket and the connection are on their way.
   early.expect()
-  setStatus('getting a ticket…')
+  setStatus('getting a ticket…', false, true)
   let answer
   try {
     const res = await fetch('/dev/terminal/ticket', { method: 'POST', credentials: 'same-origin' })
@@ -246,14 +250,14 @@ async function connect() {
     if (answer.status === 403) return offer('Reload', () => location.reload())
     return offer('Reconnect')
   }
-  setStatus('connecting…')
+  setStatus('connecting…', false, true)
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:'
   const socket = new WebSocket(`${scheme}//${location.host}/terminal-ws/ws?ticket=${encodeURIComponent(answer.body.ticket)}`)
   ws = socket
   let opened = false
   socket.onopen = () => {
     opened = true
-    setStatus('connected')
+    setStatus('connected', false, true)
     create()
   }
   socket.onmessage = (event) => {
@@ -267,7 +271,7 @@ async function connect() {
       shellRunning = true
       shellPid = frame.pid
       // "connected: shell N" once it is at its prompt (early's ready): keys typed until then wait.
-      setStatus(`connected: starting shell ${frame.pid}…`)
+      setStatus(`connected: starting shell ${frame.pid}…`, false, true)
       // The window may have changed while the shell started; keys typed wait for its prompt.
       sendSize()
       early.started()

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, constants, copyFileSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, constants, copyFileSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -45,7 +45,8 @@ function loadOrCreate(file: string): string[] {
   const secret = randomBytes(32).toString('base64url')
   const draft = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   try {
-    writeDurably(draft, secret + '\n')
+    writeFileSync(draft, secret + '\n', { mode: 0o600, flag: 'wx' })
+    syncPath(draft)
     publish(draft, file)
     // The link itself on disk too: a power cut after the start must not take back a key that has
     // signed cookies and tokens (an empty file in its place would stop the next start).
@@ -62,17 +63,6 @@ function loadOrCreate(file: string): string[] {
     rmSync(draft, { force: true })
   }
   return [secret]
-}
-
-/** Create `file` (mode 0600, failing when it exists) holding `text`, on disk before this returns. */
-function writeDurably(file: string, text: string): void {
-  const fd = openSync(file, 'wx', 0o600)
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
 }
 
 /** Flush a file's bytes, or a directory's entries, to disk. */

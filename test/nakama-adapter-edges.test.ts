@@ -39,20 +39,33 @@ function interceptNext(t: Test, route: string, action: Intercept, times = 1): vo
   t.teardown(() => void (fake.intercept = null))
 }
 
-t.test('a refresh Nakama refuses with 401, 403 or 404 ends the session: 401 NO_SESSION, never 503', async (t) => {
+t.test('a refresh Nakama refuses with 401, 403 or 404 ends the session on every instance: 401 NO_SESSION, never 503', async (t) => {
   const b = backend()
-  const s = await b.register(name('refr'), 'password123')
-  // Readable, unexpired, never logged out, but not signed with Nakama's refresh key: Nakama's own 401.
-  const forged = signToken(claims(s.refreshToken), 'not-the-refresh-key')
-  await expectRejection(t, b.refresh(forged), 401, 'NO_SESSION', "Nakama's 401 (invalid or expired)")
+  const other = backend() // a second platform instance on the same Nakama
   const route = '/v2/account/session/refresh'
-  interceptNext(t, route, { status: 403, code: 7, message: 'User account banned.' })
-  await expectRejection(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 403 (banned)")
-  interceptNext(t, route, { status: 404, code: 5, message: 'User account not found.' })
-  await expectRejection(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', "Nakama's 404 (deleted)")
-  fake.intercept = null
-  const fresh = await b.refresh(s.refreshToken)
-  t.equal(fresh.userId, s.userId, 'the genuine refresh token still refreshes')
+  const refusals: [string, Intercept | null][] = [
+    // Readable, unexpired, never logged out, but not signed with Nakama's refresh key: Nakama's own 401.
+    ["Nakama's 401 (invalid or expired)", null],
+    ["Nakama's 403 (banned)", { status: 403, code: 7, message: 'User account banned.' }],
+    ["Nakama's 404 (deleted)", { status: 404, code: 5, message: 'User account not found.' }],
+  ]
+  for (const [i, [what, answer]] of refusals.entries()) {
+    const s = await b.register(name(`refr${i}`), 'password123')
+    t.ok(await other.sessionActive(s.refreshToken, s.userId), `${what}: active before`)
+    const refreshed = answer ? s.refreshToken : signToken(claims(s.refreshToken), 'not-the-refresh-key')
+    if (answer) interceptNext(t, route, answer)
+    await expectRejection(t, b.refresh(refreshed), 401, 'NO_SESSION', what)
+    fake.intercept = null
+    t.notOk(await b.sessionActive(s.refreshToken, s.userId), `${what}: the session has ended here`)
+    await sleep(1_100) // past the other instance's one second of trust in its "active" answer
+    t.notOk(await other.sessionActive(s.refreshToken, s.userId), `${what}: and on the other instance`)
+    await expectRejection(t, b.refresh(s.refreshToken), 401, 'NO_SESSION', `${what}: the genuine refresh token no longer refreshes`)
+  }
+  const kept = await b.register(name('refrok'), 'password123')
+  interceptNext(t, route, { status: 500, code: 13, message: 'internal' })
+  await expectRejection(t, b.refresh(kept.refreshToken), 503, 'BACKEND_UNAVAILABLE', "Nakama's 500 is no refusal")
+  t.ok(await b.sessionActive(kept.refreshToken, kept.userId), 'and ends nothing')
+  t.equal((await b.refresh(kept.refreshToken)).userId, kept.userId, 'the session refreshes once Nakama answers')
 })
 
 t.test('a taken name at register is 409 USERNAME_TAKEN whichever way Nakama says it, and creates nothing', async (t) => {
@@ -257,6 +270,10 @@ t.test('the cache of session answers stays bounded: past its cap (50,000) it sta
   t.equal(await revocations.isRevoked(uid, tid, exp, later), true)
   t.equal(await revocations.isRevoked(uid, tid, exp, later), true)
   t.equal(asked(), before + 1, 'the second answer came from the cache')
+  // The other sessions are logged out too: a "still active" answer is trusted for a second only,
+  // so on a slow machine the first of them would lapse before the cap is passed and be swept.
+  fake.intercept = (_method, path) => path === '/v2/rpc/playfield_session_revoked' ? (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"revoked":true}') : undefined
+  t.teardown(() => void (fake.intercept = null))
   for (let i = 0; i < cap; i += 100) {
     await Promise.all(Array.from({ length: 100 }, (_, j) => revocations.isRevoked(uid, `other-${i + j}`, exp, later)))
   }

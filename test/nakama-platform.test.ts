@@ -464,6 +464,29 @@ t.test("Nakama's default 60 s tokens: one warning naming session.token_expiry_se
   t.notOk(quiet.logs.some((l) => l.event === 'nakama.short_tokens'), 'no warning with long tokens')
 })
 
+t.test('a login Nakama will not renew (logged out straight at Nakama) ends the platform session at its next refresh', onFake, async (t) => {
+  // 60 s tokens: every backend-token call refreshes (CONTRACT §3's 5 minutes cannot be met).
+  const short = await startFakeNakama({ session: { tokenExpirySec: 60 } })
+  t.teardown(() => short.close())
+  const p = await startPlatform({ env: { ...env, ...nakamaEnv(short) } })
+  t.teardown(() => p.stop())
+  const { client } = await register(p, name('direct'))
+  const issued = await json(await client.get('/api/auth/backend-token'))
+  t.equal(issued.success, true)
+  const logout = await fetch(`${short.url}/v2/session/logout`, {
+    method: 'POST', headers: { authorization: `Bearer ${issued.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ token: issued.token, refresh_token: issued.refresh_token }),
+  })
+  t.equal(logout.status, 200, "the front-end's own logout at Nakama (README: use the platform's)")
+  const refused = await client.get('/api/auth/backend-token')
+  t.same([refused.status, await refused.json()], [401, { error: 'no session', code: 'NO_SESSION' }], 'Nakama refuses the refresh')
+  const session = await client.get('/api/auth/session')
+  t.same([session.status, await session.json()], [401, { error: 'no session', code: 'NO_SESSION' }], 'and the session has ended with it')
+  t.equal((await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 5 })).status, 401, 'no score is taken on it')
+  t.equal((await client.post('/api/auth/login', { username: name('direct'), password: 'correct horse' })).status, 200, 'signing in again works')
+  t.equal((await client.get('/api/auth/backend-token')).status, 200, 'with tokens Nakama renews')
+})
+
 t.test('storage contention past the module\'s retries: a rename is 503, `users grant` says so in one line', onFake, async (t) => {
   const { client, id } = await register(a, name('jam'))
   const contention = contendStorage(t, fake!)

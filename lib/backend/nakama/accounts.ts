@@ -123,14 +123,22 @@ export class NakamaAccounts implements AccountPart {
     }
   }
 
-  /** Refresh keeps the token id and re-reads the username, so a renamed user gets the new name. */
+  /**
+   * Refresh keeps the token id and re-reads the username, so a renamed user gets the new name. A
+   * login Nakama will not renew (its refresh token invalid, the account banned or deleted) ends the
+   * platform's session too, on every instance, as a logout does: otherwise the cookie would still
+   * sign its user in and submit scores while its game-backend token could never be had again.
+   */
   async refresh(refreshToken: string): Promise<BackendSession> {
-    if (!(await this.#activeClaims(refreshToken))) throw noSession()
+    const claims = await this.#activeClaims(refreshToken)
+    if (!claims) throw noSession()
     try {
       return await this.#signIn('/v2/account/session/refresh', { body: { token: refreshToken }, expected: (refusal) => REFRESH_REFUSALS.has(refusal.status) })
     } catch (err) {
-      if (err instanceof NakamaError) throw noSession()
-      throw err
+      if (!(err instanceof NakamaError)) throw err
+      // Nakama's refusal stands even if the revocation cannot be stored now; the next refresh tries again.
+      await this.#revocations.revoke({ ...claims, token: undefined, refreshToken }).catch(() => undefined)
+      throw noSession()
     }
   }
 

@@ -193,6 +193,22 @@ t.test('a board Nakama has and the catalogue does not name takes no score: 404 L
   t.same(fake!.state.leaderboards.list(board, [id], undefined, '', 0, Date.now()).ownerRecords, [], 'no record in Nakama')
 })
 
+t.test('a board Nakama keeps without ranks (3.23+, created by hand) is logged once, with the fix', onFake, async (t) => {
+  const board = fake!.state.leaderboards.boards.get('fx-best-desc')!
+  board.enableRanks = false
+  t.teardown(() => void (board.enableRanks = true))
+  const { client } = await register(a, name('unranked'))
+  for (const score of [3, 4]) {
+    const res = await client.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score })
+    t.equal(res.status, 200)
+    t.equal((await json(res)).record.rank, 0, "Nakama's answer: no rank")
+  }
+  await sleep(100)
+  const lines = a.logs.filter((l) => l.event === 'nakama.unranked')
+  t.equal(lines.length, 1, 'said once per board')
+  t.match(lines[0], { leaderboardId: 'fx-best-desc', fix: /delete it in Nakama's console/ })
+})
+
 t.test("a user's own backend token can neither call the module's RPCs nor rename itself through Nakama", async (t) => {
   const { client, id } = await register(a, name('evil'))
   const { token } = await json(await client.get('/api/auth/backend-token'))

@@ -21,6 +21,8 @@ export class NakamaLeaderboards implements LeaderboardPart {
   #operators = new Map<string, LeaderboardConfig['operator']>()
   /** A sync run because Nakama lacked a declared board; callers that found the same share it. */
   #recreating: Promise<void> | undefined
+  /** Boards already reported as keeping no ranks: said once per board and process. */
+  #unranked = new Set<string>()
   constructor(readonly client: NakamaClient) {}
 
   /**
@@ -67,7 +69,10 @@ export class NakamaLeaderboards implements LeaderboardPart {
   async writeRecord(write: RecordWrite): Promise<LeaderboardRecord> {
     const payload = { ...write, operator: this.#operators.get(write.leaderboardId) }
     const out = await this.#onBoard(write.leaderboardId, () => this.client.rpc('playfield_write_record', payload, WriteAnswer))
-    if ('record' in out) return out.record
+    if ('record' in out) {
+      if (out.record.rank === 0) this.#reportUnranked(write.leaderboardId)
+      return out.record
+    }
     if (out.error === 'SCORE_OVERFLOW') throw overflow(out.field)
     throw leaderboardNotFound(write.leaderboardId)
   }
@@ -78,6 +83,20 @@ export class NakamaLeaderboards implements LeaderboardPart {
     if (!('error' in out)) return { records: out.records, nextCursor: out.nextCursor, ownRecord: out.ownRecord }
     if (out.error === 'LEADERBOARD_NOT_FOUND') throw leaderboardNotFound(query.leaderboardId)
     throw invalidField('/cursor', 'cursor is invalid or expired', 'invalid or expired cursor')
+  }
+
+  /**
+   * A written record always has a rank on a board that keeps them. Nakama 3.23+ keeps none for a
+   * board created without `enableRanks` (by hand, say), and creation never changes an existing
+   * board, so its records read rank 0 until it is deleted and the platform creates it again.
+   */
+  #reportUnranked(leaderboardId: string): void {
+    if (this.#unranked.has(leaderboardId)) return
+    this.#unranked.add(leaderboardId)
+    logLine({
+      event: 'nakama.unranked', leaderboardId,
+      fix: "the board keeps no ranks in Nakama (created without enableRanks): delete it in Nakama's console, and the platform creates it again with ranks (README: Scaling out with Nakama)",
+    })
   }
 
   async recordLaunch(launch: Launch): Promise<void> {

@@ -542,6 +542,9 @@ t.test('a content-encoded JSON body is 415 and is not read as JSON', async (t) =
   const transferGz = await rawExchange(chunked('gzip, chunked', '{"name":"kit"}'))
   t.match(transferGz, /^HTTP\/1\.1 415 [^]*\{"error":"a JSON body must not be transfer-coded other than chunked","code":"UNSUPPORTED_MEDIA_TYPE"\}$/, 'a transfer coding before the chunking too')
   t.match(await rawExchange(chunked('Chunked', '{"name":"kit"}')), /^HTTP\/1\.1 200 /, 'chunked alone is read, in any case')
+  // An empty body is no body, whatever its headers claim (README): no media to refuse, and no JSON.
+  const empty = await rawExchange('POST /api/things HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n')
+  t.match(empty, /^HTTP\/1\.1 400 [^]*\{"error":"the request needs a JSON body","code":"INVALID_JSON"\}$/, 'an empty body under a coding is 400 INVALID_JSON, as with none')
 })
 
 t.test('a client that sends its headers too slowly gets 408 REQUEST_TIMEOUT after 10 s, not at the next 30 s check', async (t) => {

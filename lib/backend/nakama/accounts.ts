@@ -165,8 +165,9 @@ export class NakamaAccounts implements AccountPart {
     await this.#revocations.revoke({ ...claims, token: live ? session.token : undefined, refreshToken: session.refreshToken })
     if (!live) return
     await this.client
-      // Nakama's refusal is expected: the module's revoke has already logged the token out there
-      // (401 "Auth token invalid"), on the node that ran it.
+      // Nakama's blacklist is per node (nakama-api.md §1.3): the module's revoke logged the token out
+      // on the node that ran it; this reaches the node the balancer picks now, and is refused (401
+      // "Auth token invalid") when that is the same node, as it always is with one node.
       .request('POST', '/v2/session/logout', { body: { token: session.token, refresh_token: session.refreshToken }, auth: { bearer: session.token }, answer: AnyAnswer, expected: () => true })
       .catch(() => undefined) // the storage record already ends the session; this is Nakama's in-memory copy
   }

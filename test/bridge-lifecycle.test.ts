@@ -73,10 +73,10 @@ t.test('TERMINAL_MAX_CONN: at the limit the socket closes with 1013; a new one i
   c.ws.close()
 })
 
-t.test('a client that stops answering pings (its network gone) is cut within 40 s, its shell ended and its place freed; one that answers stays, and so do slow and talking ones', async (t) => {
-  const bridge = await startBridge({ TERMINAL_MAX_CONN: '7' })
+t.test('a client that stops answering pings (its network gone) is cut within 60 s, its shell ended and its place freed; one that answers stays, and so do slow and talking ones, and one silent for 30 s across a beat', async (t) => {
+  const bridge = await startBridge({ TERMINAL_MAX_CONN: '8' })
   t.teardown(() => bridge.stop())
-  // The heartbeat beats 20 s and 40 s after the bridge started, within a moment of this.
+  // The heartbeat beats 20, 40 and 60 s after the bridge started, within a moment of this.
   const started = Date.now()
   const health = async (): Promise<Record<string, unknown>> => (await fetch(bridge.url + '/')).json() as Promise<Record<string, unknown>>
   const live = await shell(bridge.port)
@@ -131,11 +131,28 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   behind.send({ type: 'input', data: `sleep ${(at(4_000) / 1000).toFixed(1)}; head -c ${small} /dev/zero | tr '\\0' b; sleep 1000\r` })
   const reading2 = setTimeout(() => behind.ws.resume(), at(25_000))
   t.teardown(() => clearTimeout(reading2))
-  t.teardown(() => {
-    for (const c of [live, silent, stalled, slow, talker, burst, behind]) c.ws.terminate()
+  // A client whose network stalls for 30 s (15 s to 45 s), across the beat at 40 s: nothing from it,
+  // pongs included, then its answer. Cut at the first silent beat, it lost its shell to a Wi-Fi drop
+  // of 25 s that happened to span one.
+  const dropout = await unponging()
+  let stalling = false
+  dropout.ws.on('ping', () => {
+    if (!stalling) dropout.ws.pong()
   })
-  t.match(await health(), { connections: 7 })
-  const closed = await silent.whenClosed(45_000)
+  const stallStart = setTimeout(() => (stalling = true), at(15_000))
+  const stallEnd = setTimeout(() => {
+    stalling = false
+    dropout.ws.pong()
+  }, at(45_000))
+  t.teardown(() => {
+    clearTimeout(stallStart)
+    clearTimeout(stallEnd)
+  })
+  t.teardown(() => {
+    for (const c of [live, silent, stalled, slow, talker, burst, behind, dropout]) c.ws.terminate()
+  })
+  t.match(await health(), { connections: 8 })
+  const closed = await silent.whenClosed(65_000)
   t.equal(closed.code, 1006, 'cut, without a close handshake')
   await until(() => !alive(pid), 5_000, 'the silent client\'s shell to end')
   // Which connections ended, by their shells' pids in the session lines (the stalled client is
@@ -143,7 +160,8 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   const ended = (): unknown[] => bridge.logs.filter((l) => l.event === 'terminal.session').map((l) => l.pid)
   await until(() => ended().includes(pidOf(stalled)), 5_000, 'the stalled client to be cut')
   t.same(ended().sort(), [pid, pidOf(stalled)].sort(), 'the silent and the stalled connections ended, and no other')
-  t.match(await health(), { connections: 5 }, 'their places freed')
+  t.ok(Date.now() - started > 55_000, 'not before the third beat: one silent beat is forgiven')
+  t.match(await health(), { connections: 6 }, 'their places freed')
   t.equal(live.closed, null, 'the client that answers pings is still connected')
   t.equal(slow.closed, null, 'the slow reader is still connected')
   t.equal(talker.closed, null, 'the client that sends frames is still connected')
@@ -151,6 +169,8 @@ t.test('a client that stops answering pings (its network gone) is cut within 40 
   t.ok(burst.output.length >= flood, 'and took all of it')
   t.equal(behind.closed, null, 'the client that read what the kernel held is still connected')
   t.ok(behind.output.length >= small, 'and read all of it')
+  t.equal(dropout.closed, null, 'the client silent for 30 s across a beat is still connected')
+  t.match(await dropout.run('echo back-$((3+3))'), /^back-6/, 'and its shell with it')
   t.match(await live.run('echo still-$((2+2))'), /^still-4/)
 })
 

@@ -3,18 +3,22 @@ import type { WebSocket } from 'ws'
 import { readSendQueues } from './send-queues.js'
 
 /**
- * Each connection is pinged this often, and cut when it has not answered the ping before (within
- * 20-40 s of its network path dying): without it, a client gone without a close (a laptop off its
- * network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
+ * Each connection is pinged this often, and cut when it has shown no sign of life for two beats in
+ * a row (40-60 s after its network path died): without it, a client gone without a close (a laptop
+ * off its network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
  * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
  * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
  * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
  * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
  * room in the kernel's send buffer leaves (serveConnection), or when the kernel's queue of
  * unacknowledged bytes shrank since the last beat (readSendQueues): both happen only on the
- * client's acknowledgements. A dead path acknowledges nothing, so it is cut a period after its last sign.
+ * client's acknowledgements. A dead path acknowledges nothing. One silent beat is forgiven: when
+ * the first cut, a Wi-Fi drop of 25 s ended the shell or not by where it fell between two beats (a
+ * slow-network audit); now any silence shorter than 40 s is survived.
  */
 const HEARTBEAT_MS = 20_000
+/** Beats in a row without a sign of life that cut a connection. */
+const SILENT_BEATS = 2
 
 /** The bridge's heartbeat over its live connections. */
 interface Heartbeat {
@@ -26,7 +30,7 @@ interface Heartbeat {
   stop(): void
 }
 
-/** Beat every HEARTBEAT_MS over `connections`: ping those that showed a sign of life, cut the others. */
+/** Beat every HEARTBEAT_MS over `connections`: ping them, and cut those silent for SILENT_BEATS beats. */
 export function startHeartbeat(server: Server, connections: ReadonlyMap<WebSocket, unknown>): Heartbeat {
   /** Connections that have answered their last ping, or sent a frame, since the last beat (or opened since). */
   const answered = new WeakSet<WebSocket>()
@@ -35,6 +39,8 @@ export function startHeartbeat(server: Server, connections: ReadonlyMap<WebSocke
   /** Each connection's peer port, and the kernel's unacknowledged bytes for it at the last beat. */
   const peers = new WeakMap<WebSocket, number>()
   const unacked = new WeakMap<WebSocket, number>()
+  /** Beats in a row each connection has let pass without a sign of life. */
+  const silent = new WeakMap<WebSocket, number>()
   let stopped = false
   const beat = async (): Promise<void> => {
     const address = server.address()
@@ -48,7 +54,9 @@ export function startHeartbeat(server: Server, connections: ReadonlyMap<WebSocke
       if (queued === undefined) unacked.delete(ws)
       else unacked.set(ws, queued)
       const acked = queued !== undefined && before !== undefined && queued < before
-      if (ponged || took || acked) ws.ping()
+      const beats = ponged || took || acked ? 0 : (silent.get(ws) ?? 0) + 1
+      silent.set(ws, beats)
+      if (beats < SILENT_BEATS) ws.ping()
       else ws.terminate()
     }
   }

@@ -56,6 +56,8 @@ function countAcks(page: Page): { output: number; acked: number } {
 const focusOf = (page: Page): Promise<string | undefined> => page.evaluate(() => document.activeElement?.id || document.activeElement?.className)
 
 const LIMIT_REACHED = 'connection limit reached: too many terminals are open; close one, then reconnect'
+/** What the page adds when a connection with a running shell ends: the bridge ended that shell. */
+const SHELL_ENDED = '; the shell and its jobs were ended, and Reconnect starts a new one'
 
 t.test('a connection past the bridge\'s limit (1013) is shown as the limit reached; Reconnect opens a shell once one is closed', async (t) => {
   const own = await ownPair(t, stack, { TERMINAL_MAX_CONN: '1' })
@@ -76,7 +78,7 @@ t.test('a connection past the bridge\'s limit (1013) is shown as the limit reach
   // The bridge shutting down (SIGTERM: 1001) is said as such, as an error.
   await own.bridge.stop()
   await waitForOffer(second)
-  t.equal(await status(second), 'the terminal bridge is shutting down', 'without the bridge\'s own reason, which says it again')
+  t.equal(await status(second), `the terminal bridge is shutting down${SHELL_ENDED}`, 'without the bridge\'s own reason, which says it again; and what became of the shell')
   t.equal(await second.locator('#status').getAttribute('class'), 'error')
   await second.context().close()
 })
@@ -89,7 +91,7 @@ t.test('the platform stopping is a lost connection, and Reconnect then says the 
   t.equal((await signedOut.goto(`${own.at}/dev/terminal`))?.status(), 401)
   await own.platform.stop('SIGKILL')
   await waitForOffer(page)
-  t.match(await status(page), /^connection lost \(the terminal bridge or the platform stopped, or the network failed\)/)
+  t.equal(await status(page), `connection lost (the terminal bridge or the platform stopped, or the network failed)${SHELL_ENDED}`)
   t.match(await screen(page), /\[connection lost/, 'and the terminal says it')
   await page.locator('#reconnect').click()
   await waitForStatus(page, /^the platform cannot be reached$/)

@@ -300,14 +300,17 @@ async function connect() {
   socket.onclose = (event) => {
     if (ws !== socket) return
     ws = null
+    const hadShell = shellRunning
     shellRunning = false
     early.cancel()
     // A refused upgrade (the bridge's 401, 403 or 404, or the platform's 502 when the bridge is
     // down) reaches the page only as a close without a handshake; the browser hides the status.
     const reason = opened ? CLOSE_REASONS[event.code] || `connection closed (${event.code})` : NOT_OPENED
+    // The bridge ends a session whose connection closed (CONTRACT §6): said, or Reconnect reads as a way back to it.
+    const ended = hadShell ? '; the shell and its jobs were ended, and Reconnect starts a new one' : ''
     // The bridge's own reasons for 1013 and 1001 say again what the page says.
-    setStatus(event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason, event.code !== 1000)
-    term.write(`\r\n\x1b[33m[${reason}]\x1b[0m\r\n`)
+    setStatus(`${event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason}${ended}`, event.code !== 1000)
+    term.write(`\r\n\x1b[33m[${reason}${ended}]\x1b[0m\r\n`)
     offer('Reconnect')
   }
 }

@@ -5,11 +5,11 @@ import { readSendQueues } from './send-queues.js'
 /**
  * Each connection is pinged this often, and cut when it has shown no sign of life for two beats in
  * a row (40-60 s after its network path died): without it, a client gone without a close (a laptop
- * off its network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the proxy's idle
- * time allows. Browsers answer pings themselves, also in background tabs. Any frame from the client
- * answers too, and so does output it took: a ping queues behind up to 256 KiB of output in the
- * bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer than this to
- * read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
+ * off its network) held its shell and one of the TERMINAL_MAX_CONN places for as long as the
+ * proxy's idle time allows. Browsers answer pings themselves, also in background tabs. Any frame
+ * from the client answers too, and so does output it took: a ping queues behind up to 256 KiB of
+ * output in the bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer
+ * than this to read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
  * room in the kernel's send buffer leaves (serveConnection), or when the kernel's queue of
  * unacknowledged bytes shrank since the last beat (readSendQueues): both happen only on the
  * client's acknowledgements. A dead path acknowledges nothing. One silent beat is forgiven: when

@@ -309,7 +309,8 @@ async function connect() {
     // The bridge ends a session whose connection closed (CONTRACT §6): said, or Reconnect reads as a way back to it.
     const ended = hadShell ? '; the shell and its jobs were ended, and Reconnect starts a new one' : ''
     // The bridge's own reasons for 1013 and 1001 say again what the page says.
-    setStatus(`${event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason}${ended}`, event.code !== 1000)
+    const said = event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason
+    setStatus(`${said}${ended}`, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}${ended}]\x1b[0m\r\n`)
     offer('Reconnect')
   }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import t, { type Test } from 'tap'
+import { ACK_WINDOW_MAX, ACK_WINDOW_MIN, AckWindow } from '../lib/bridge/ack-window.js'
 import { OutputBatcher } from '../lib/bridge/output.js'
 import { alive, connect, readPaced, startBridge, type Frame, type TermClient, until } from './helpers/terminal.js'
 
@@ -103,10 +104,12 @@ t.test('a shell that exits while its output waits in the paused PTY (the ack win
   await c.run('true')
   // An acking client, everything so far acked, that then stops acking.
   c.send({ type: 'ack', bytes: c.output.length })
-  // Just past the window: the PTY is paused with at most the last few of the a's unread. What the
-  // shell writes then, seq's lines, waits in the PTY: more than one read's worth, little enough
-  // for the PTY's buffer (about 18 KB here) to take it all, so the shell exits with it queued.
-  c.send({ type: 'input', data: "head -c 1052576 /dev/zero | tr '\\0' a; sleep 1; seq 1 2000; exit\r" })
+  // Just past the window (it starts at ACK_WINDOW_MIN and has no pace to grow by): the PTY is
+  // paused with at most the last few of the a's unread. What the shell writes then, seq's lines,
+  // waits in the PTY: more than one read's worth, little enough for the PTY's buffer (about 18 KB
+  // here) to take it all, so the shell exits with it queued.
+  const as = ACK_WINDOW_MIN + 4_000
+  c.send({ type: 'input', data: `head -c ${as} /dev/zero | tr '\\0' a; sleep 1; seq 1 2000; exit\r` })
   await until(() => !alive(pid), 20_000, 'the shell to exit')
   t.notOk(c.frames.some((f) => f.type === 'exit'), 'no exit while its output is held by the window')
   // The client reads again: it acks everything from now on.
@@ -121,7 +124,7 @@ t.test('a shell that exits while its output waits in the paused PTY (the ack win
   const end = output.indexOf('a1\r\n2\r\n3\r\n') + 1
   let start = end
   while (output[start - 1] === 'a') start--
-  t.equal(end - start, 1_052_576, 'every a before exit')
+  t.equal(end - start, as, 'every a before exit')
   t.equal(output.indexOf('\n2000\r\n', end) + '\n2000\r\n'.length - end, seqChars(2000), 'and all of seq before exit')
   c.ws.close()
 })
@@ -165,18 +168,18 @@ t.test('a client that reads 5 MB/s and never acks keeps the bridge within a few 
   c.ws.terminate()
 })
 
-t.test('a client that acks is held to the window: unacknowledged output stays under about 1 MiB', async (t) => {
+t.test('a client that acks is held to the window: unacknowledged output stays under its first 32 KiB until it acks', async (t) => {
   const c = await shell()
   c.send({ type: 'ack', bytes: 0 })
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   await sleep(1_500)
   const held = c.output.length
-  t.ok(held > 500_000, `output flowed up to the window (${held})`)
-  t.ok(held < 1024 * 1024 + 2 * 65536 + 4096, `and stopped there (${held})`)
+  t.ok(held > ACK_WINDOW_MIN / 2, `output flowed up to the window (${held})`)
+  t.ok(held < ACK_WINDOW_MIN + 2 * 65536 + 4096, `and stopped there (${held})`)
   await sleep(500)
   t.ok(c.output.length - held < 70_000, 'no more while nothing is acked')
   c.send({ type: 'ack', bytes: c.output.length })
-  await c.until(() => c.output.length > held + 500_000, 10_000, 'more output after the ack')
+  await c.until(() => c.output.length > held + ACK_WINDOW_MIN / 2, 10_000, 'more output after the ack')
   t.pass('acking opens the window again')
   c.send({ type: 'input', data: '\x03' })
   // Keep acking so the Ctrl-C's prompt can get through.
@@ -200,6 +203,32 @@ t.test('acks count characters: a client that acks all it renders of multi-byte o
   c.ws.close()
 })
 
+t.test('the window follows a client that renders slowly: after a Ctrl-C in a flood, about half a second of its pace is left to come, not 1 MiB', async (t) => {
+  // Found by a slow-network audit: with a fixed 1 MiB window, a page on a 1 Mbit/s link waited
+  // 8-14 s for its prompt after Ctrl-C (46 s at 256 kbit/s), while 1 MiB of a flood drained.
+  const c = await shell()
+  await c.run('true')
+  // A page that renders 100,000 characters a second, and acks what it has rendered.
+  let rendered = c.output.length
+  c.send({ type: 'ack', bytes: rendered })
+  const pace = setInterval(() => {
+    const step = Math.min(5_000, c.output.length - rendered)
+    if (step <= 0) return
+    rendered += step
+    c.send({ type: 'ack', bytes: step })
+  }, 50)
+  t.teardown(() => clearInterval(pace))
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  await sleep(4_000) // several of the window's samples of the client's pace
+  const renderedAtCtrlC = rendered
+  c.send({ type: 'input', data: '\x03' })
+  t.match(await c.run('echo back-$((5*5))', 60_000), /^back-25/, 'the prompt comes back')
+  const stopped = c.output.indexOf('^C', renderedAtCtrlC)
+  t.ok(stopped > renderedAtCtrlC, 'the flood ended at the Ctrl-C')
+  const leftToRender = stopped - renderedAtCtrlC
+  t.ok(leftToRender < 200_000, `${leftToRender} characters were still to render at the Ctrl-C (the window about 50,000 at this pace)`)
+})
+
 t.test('an ack of more than was sent opens no credit: the window still holds the output that follows', async (t) => {
   const c = await shell()
   await c.run('true')
@@ -207,7 +236,7 @@ t.test('an ack of more than was sent opens no credit: the window still holds the
   c.send({ type: 'ack', bytes: 2 ** 50 })
   const start = c.output.length
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
-  await c.until(() => c.output.length - start > 500_000, 20_000, 'output up to the window')
+  await c.until(() => c.output.length - start > ACK_WINDOW_MIN / 2, 20_000, 'output up to the window')
   // Until output has stopped: the window is full (a bridge that took the over-ack as credit never stops).
   let seen = -1
   await until(async () => {
@@ -219,12 +248,33 @@ t.test('an ack of more than was sent opens no credit: the window still holds the
     return still
   }, 30_000, 'the output to stop at the window')
   const held = c.output.length - start
-  t.ok(held < 1024 * 1024 + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
+  t.ok(held < ACK_WINDOW_MIN + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
   c.send({ type: 'input', data: '\x03' })
   const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
   t.match(await c.run('echo done-$((3*3))', 20_000), /^done-9/)
   clearInterval(acker)
   c.ws.close()
+})
+
+t.test('the ack window: half a second of the pace acked, within its bounds; a sample it did not hold back only widens it', async (t) => {
+  const w = new AckWindow()
+  t.equal(w.size, ACK_WINDOW_MIN, 'it starts at the least')
+  w.acked(0, 0)
+  w.held()
+  w.acked(200_000, 1_000) // 200,000 a second while held back: the client's pace
+  t.equal(w.size, 100_000, 'half a second of it')
+  w.acked(300_000, 1_200)
+  t.equal(w.size, 100_000, 'measured over half a second at least')
+  w.acked(320_000, 2_000) // 40,000 a second, not held back: the shell wrote that little
+  t.equal(w.size, 100_000, 'a sample the window did not hold back does not narrow it')
+  w.held()
+  w.acked(340_000, 3_000) // 20,000 a second, held back: the client is that slow now
+  t.equal(w.size, ACK_WINDOW_MIN, 'narrowed, to the least at most')
+  w.acked(340_000 + 50_000_000, 4_000)
+  t.equal(w.size, ACK_WINDOW_MAX, 'widened, to the most at most')
+  w.restart()
+  w.acked(0, 5_000)
+  t.equal(w.size, ACK_WINDOW_MAX, 'a new shell keeps the pace learned')
 })
 
 t.test('under a flood no frame carries more than 64 KiB', async (t) => {

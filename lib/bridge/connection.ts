@@ -1,5 +1,6 @@
 import type { WebSocket, RawData } from 'ws'
 import type { TicketClaims } from '../ticket.js'
+import { AckWindow } from './ack-window.js'
 import { parseFrame, type ClientFrame, type ServerFrame } from './protocol.js'
 import type { Registry } from './registry.js'
 import type { Terminal } from './terminal.js'
@@ -13,9 +14,6 @@ import { messageOf } from '../log.js'
  */
 const HIGH_WATER = 256 * 1024
 const LOW_WATER = 64 * 1024
-/** An acking client may have this many output characters in flight unrendered (CONTRACT §6). */
-const ACK_WINDOW = 1024 * 1024
-const ACK_LOW = 512 * 1024
 /**
  * Input waiting for a shell that does not read (a program in raw mode that never reads its
  * input) is held up to this much; input frames past it are refused with an `error` frame. The
@@ -65,6 +63,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
   let sentChars = 0
   let ackedChars = 0
   let acking = false
+  const ackWindow = new AckWindow()
 
   // Error frames the kernel did not take at once. A client that sends bad frames and never reads
   // the answers had them all queued, each small write costing far more memory than its bytes
@@ -107,8 +106,9 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
   function updateFlow(): void {
     if (!terminal) return
     const unacked = acking ? sentChars - ackedChars : 0
-    if (ws.bufferedAmount > HIGH_WATER || unacked > ACK_WINDOW) terminal.pause()
-    else if (ws.bufferedAmount < LOW_WATER && unacked < ACK_LOW) terminal.resume()
+    if (unacked > ackWindow.size) ackWindow.held()
+    if (ws.bufferedAmount > HIGH_WATER || unacked > ackWindow.size) terminal.pause()
+    else if (ws.bufferedAmount < LOW_WATER && unacked < ackWindow.size / 2) terminal.resume()
   }
 
   function create(cols: number, rows: number): void {
@@ -129,6 +129,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
       terminal = spawned
       pid = spawned.pid
       sentChars = ackedChars = 0
+      ackWindow.restart()
       // The session line names only the last shell of a connection (New shell starts another):
       // each start is logged too, so every shell the bridge ran has its user, pid and time.
       log({ event: 'terminal.shell', user: claims.username, pid: spawned.pid })
@@ -144,6 +145,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
     if (frame.type === 'ack') {
       acking = true
       ackedChars = Math.min(sentChars, ackedChars + frame.bytes)
+      ackWindow.acked(ackedChars, performance.now())
       return updateFlow()
     }
     if (!terminal) return send({ type: 'error', message: `no terminal: send create before ${frame.type}` })

@@ -1,0 +1,57 @@
+/** The least an acking client may have unrendered, and where its window starts (characters). */
+export const ACK_WINDOW_MIN = 32 * 1024
+/** The most (CONTRACT §6's "e.g. 1 MiB"). */
+export const ACK_WINDOW_MAX = 1024 * 1024
+/** The window holds about this much of the client's own pace of rendering. */
+const WINDOW_SECONDS = 0.5
+/** The pace is measured over acks this far apart at least. */
+const SAMPLE_MS = 500
+
+/**
+ * The ack window of one connection (CONTRACT §6): how many output characters a client that acks
+ * may have unrendered before the PTY is paused. A fixed 1 MiB took 8-46 s to drain after a Ctrl-C
+ * on a 1 Mbit/s or 256 kbit/s link (a slow-network audit), so the window is sized to about half a
+ * second of what the client has been acknowledging, as TCP's BBR sizes its window from the
+ * delivery rate, between ACK_WINDOW_MIN and ACK_WINDOW_MAX: Ctrl-C in a flood then brings the
+ * prompt back within about that, however slow the link or the browser. It starts small and grows
+ * within a sample on a fast client (a page on loopback reaches the maximum in half a second).
+ */
+export class AckWindow {
+  /** Characters the client may have unacknowledged now. */
+  size = ACK_WINDOW_MIN
+  /** When the current sample began (ms, monotonic), or -1 before the first ack. */
+  #sampleStart = -1
+  /** Characters acknowledged when it began. */
+  #sampleAcked = 0
+  /** The window held output back during this sample: it measured the client, not the shell. */
+  #limited = false
+
+  /** The window is holding output back now. */
+  held(): void {
+    this.#limited = true
+  }
+
+  /** An ack brought the characters acknowledged to `acked` (since the shell started) at `now`. */
+  acked(acked: number, now: number): void {
+    if (this.#sampleStart < 0) return this.#begin(acked, now)
+    const elapsed = now - this.#sampleStart
+    if (elapsed < SAMPLE_MS) return
+    const paced = ((acked - this.#sampleAcked) / elapsed) * 1000 * WINDOW_SECONDS
+    const fit = Math.min(ACK_WINDOW_MAX, Math.max(ACK_WINDOW_MIN, Math.round(paced)))
+    // A sample the window did not limit measured how fast the shell wrote: it may only widen it.
+    this.size = this.#limited ? fit : Math.max(this.size, fit)
+    this.#begin(acked, now)
+  }
+
+  /** A new shell on the connection: its characters count from 0; the client's pace is kept. */
+  restart(): void {
+    this.#sampleStart = -1
+    this.#limited = false
+  }
+
+  #begin(acked: number, now: number): void {
+    this.#sampleStart = now
+    this.#sampleAcked = acked
+    this.#limited = false
+  }
+}

@@ -272,8 +272,7 @@ t.test('the cache of session answers stays bounded: past its cap (50,000) it sta
   t.equal(asked(), before + 1, 'the second answer came from the cache')
   // The other sessions are logged out too: a "still active" answer is trusted for a second only,
   // so on a slow machine the first of them would lapse before the cap is passed and be swept.
-  fake.intercept = (_method, path) => path === '/v2/rpc/playfield_session_revoked' ? (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"revoked":true}') : undefined
-  t.teardown(() => void (fake.intercept = null))
+  interceptNext(t, '/v2/rpc/playfield_session_revoked', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"revoked":true}'), Infinity)
   for (let i = 0; i < cap; i += 100) {
     await Promise.all(Array.from({ length: 100 }, (_, j) => revocations.isRevoked(uid, `other-${i + j}`, exp, later)))
   }

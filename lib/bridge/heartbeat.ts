@@ -9,12 +9,12 @@ import { readSendQueues } from './send-queues.js'
  * proxy's idle time allows. Browsers answer pings themselves, also in background tabs. Any frame
  * from the client answers too, and so does output it took: a ping queues behind up to 256 KiB of
  * output in the bridge and megabytes in the kernel, which a client on a 40 KB/s link takes longer
- * than this to read (it would be cut, its shell with it). Output counts as taken when a frame that waited for
- * room in the kernel's send buffer leaves (serveConnection), or when the kernel's queue of
- * unacknowledged bytes shrank since the last beat (readSendQueues): both happen only on the
- * client's acknowledgements. A dead path acknowledges nothing. One silent beat is forgiven: when
- * the first cut, a Wi-Fi drop of 25 s ended the shell or not by where it fell between two beats (a
- * slow-network audit); now any silence shorter than 40 s is survived.
+ * than this to read (it would be cut, its shell with it). Output counts as taken when a frame
+ * that waited for room in the kernel's send buffer leaves (serveConnection), or when the kernel's
+ * queue of unacknowledged bytes shrank since the last beat (readSendQueues): both happen only on
+ * the client's acknowledgements. A dead path acknowledges nothing. One silent beat is forgiven:
+ * when the first cut, a Wi-Fi drop of 25 s ended the shell or not by where it fell between two
+ * beats (a slow-network audit); now any silence shorter than 40 s is survived.
  */
 const HEARTBEAT_MS = 20_000
 /** Beats in a row without a sign of life that cut a connection. */

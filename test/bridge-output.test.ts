@@ -40,6 +40,15 @@ async function shell(): Promise<TermClient> {
   return c
 }
 
+/** Ctrl-C the flood of an acking client, acking everything from then on so the prompt gets through; the shell answers; close. */
+async function endFlood(t: Test, c: TermClient): Promise<void> {
+  c.send({ type: 'input', data: '\x03' })
+  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
+  t.match(await c.run('echo done-$((2*3))', 20_000), /^done-6/, 'the shell answers after the Ctrl-C')
+  clearInterval(acker)
+  c.ws.close()
+}
+
 t.test('long runs of multi-byte characters arrive whole, without U+FFFD', async (t) => {
   const c = await shell()
   const out = await c.run("yes 'é€😀ü漢字' | head -n 200000", 60_000)
@@ -168,7 +177,7 @@ t.test('a client that reads 5 MB/s and never acks keeps the bridge within a few 
   c.ws.terminate()
 })
 
-t.test('a client that acks is held to the window: unacknowledged output stays under its first 32 KiB until it acks', async (t) => {
+t.test('a client that acks is held to the window: unacknowledged output stays under its first size (ACK_WINDOW_MIN) until it acks', async (t) => {
   const c = await shell()
   c.send({ type: 'ack', bytes: 0 })
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
@@ -181,12 +190,24 @@ t.test('a client that acks is held to the window: unacknowledged output stays un
   c.send({ type: 'ack', bytes: c.output.length })
   await c.until(() => c.output.length > held + ACK_WINDOW_MIN / 2, 10_000, 'more output after the ack')
   t.pass('acking opens the window again')
-  c.send({ type: 'input', data: '\x03' })
-  // Keep acking so the Ctrl-C's prompt can get through.
-  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
-  t.match(await c.run('echo done-$((2*3))', 20_000), /^done-6/)
-  clearInterval(acker)
-  c.ws.close()
+  await endFlood(t, c)
+})
+
+t.test('the PTY reads again once the unacknowledged output is below three quarters of the window, not before', async (t) => {
+  const c = await shell()
+  c.send({ type: 'ack', bytes: 0 })
+  c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
+  await sleep(1_500) // held at the window, which has had no pace to grow by: ACK_WINDOW_MIN
+  const held = c.output.length
+  t.ok(held > ACK_WINDOW_MIN, `held past the window (${held})`)
+  c.send({ type: 'ack', bytes: held - Math.round(ACK_WINDOW_MIN * 0.8) })
+  await sleep(700)
+  t.equal(c.output.length, held, `still held at four fifths of the window unacknowledged (${c.output.length - held} more)`)
+  c.send({ type: 'ack', bytes: Math.round(ACK_WINDOW_MIN * 0.2) })
+  // Three fifths now: reading again (it waited for a half, and a link with a round trip idled).
+  await c.until(() => c.output.length > held, 5_000, 'more output')
+  t.pass('output again at three fifths')
+  await endFlood(t, c)
 })
 
 t.test('acks count characters: a client that acks all it renders of multi-byte output is never held by the window', async (t) => {
@@ -249,11 +270,7 @@ t.test('an ack of more than was sent opens no credit: the window still holds the
   }, 30_000, 'the output to stop at the window')
   const held = c.output.length - start
   t.ok(held < ACK_WINDOW_MIN + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
-  c.send({ type: 'input', data: '\x03' })
-  const acker = setInterval(() => c.send({ type: 'ack', bytes: 1 << 30 }), 20)
-  t.match(await c.run('echo done-$((3*3))', 20_000), /^done-9/)
-  clearInterval(acker)
-  c.ws.close()
+  await endFlood(t, c)
 })
 
 t.test('the ack window: half a second of the pace acked, within its bounds; a sample it did not hold back only widens it', async (t) => {

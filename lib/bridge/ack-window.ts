@@ -1,9 +1,11 @@
 /** The least an acking client may have unrendered, and where its window starts (characters). */
-export const ACK_WINDOW_MIN = 32 * 1024
+export const ACK_WINDOW_MIN = 16 * 1024
 /** The most (CONTRACT §6's "e.g. 1 MiB"). */
 export const ACK_WINDOW_MAX = 1024 * 1024
 /** The window holds about this much of the client's own pace of rendering. */
 const WINDOW_SECONDS = 0.5
+/** The PTY reads again once the unacknowledged output is below this share of the window. */
+export const ACK_RESUME = 0.75
 /** The pace is measured over acks this far apart at least. */
 const SAMPLE_MS = 500
 
@@ -15,6 +17,14 @@ const SAMPLE_MS = 500
  * delivery rate, between ACK_WINDOW_MIN and ACK_WINDOW_MAX: Ctrl-C in a flood then brings the
  * prompt back within about that, however slow the link or the browser. It starts small and grows
  * within a sample on a fast client (a page on loopback reaches the maximum in half a second).
+ *
+ * The PTY reads again below three quarters of the window, not half: through a 1 Mbit/s link with
+ * 150 or 300 ms round trips, what was still unacknowledged at half (on the wire, being drawn, or
+ * acked on the way back) ran out before new output reached the link, which idled, and the window,
+ * sized from the pace it let through, settled at its least (a flood ran 15-30 % slower). A round
+ * trip much over a third of a second still costs throughput (bench/README.md, slow link). On a
+ * link too slow for half a second of it to reach the least, the least is the window: 16 KiB
+ * brings the prompt back 1.1 s after a Ctrl-C at 256 kbit/s, where 32 KiB took 1.6-2.1 s.
  */
 export class AckWindow {
   /** Characters the client may have unacknowledged now. */

@@ -1,6 +1,6 @@
 import type { WebSocket, RawData } from 'ws'
 import type { TicketClaims } from '../ticket.js'
-import { AckWindow } from './ack-window.js'
+import { ACK_RESUME, AckWindow } from './ack-window.js'
 import { parseFrame, type ClientFrame, type ServerFrame } from './protocol.js'
 import type { Registry } from './registry.js'
 import type { Terminal } from './terminal.js'
@@ -108,7 +108,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
     const unacked = acking ? sentChars - ackedChars : 0
     if (unacked > ackWindow.size) ackWindow.held()
     if (ws.bufferedAmount > HIGH_WATER || unacked > ackWindow.size) terminal.pause()
-    else if (ws.bufferedAmount < LOW_WATER && unacked < ackWindow.size / 2) terminal.resume()
+    else if (ws.bufferedAmount < LOW_WATER && unacked < ackWindow.size * ACK_RESUME) terminal.resume()
   }
 
   function create(cols: number, rows: number): void {

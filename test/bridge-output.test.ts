@@ -197,11 +197,21 @@ t.test('the PTY reads again once the unacknowledged output is below three quarte
   const c = await shell()
   c.send({ type: 'ack', bytes: 0 })
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
-  await sleep(1_500) // held at the window, which has had no pace to grow by: ACK_WINDOW_MIN
+  // Until output has stopped at the window (the frame that crossed it went out whole).
+  let seen = -1
+  await until(async () => {
+    const still = c.output.length === seen
+    seen = c.output.length
+    await sleep(500)
+    return still
+  }, 30_000, 'the output to stop at the window')
   const held = c.output.length
   t.ok(held > ACK_WINDOW_MIN, `held past the window (${held})`)
-  c.send({ type: 'ack', bytes: held - Math.round(ACK_WINDOW_MIN * 0.8) })
-  await sleep(700)
+  // One character acked ends the window's first sample at a pace of next to nothing: the window
+  // is ACK_WINDOW_MIN now, and the next ack, within the new sample's half second, does not move it.
+  c.send({ type: 'ack', bytes: 1 })
+  c.send({ type: 'ack', bytes: held - 1 - Math.round(ACK_WINDOW_MIN * 0.8) })
+  await sleep(400)
   t.equal(c.output.length, held, `still held at four fifths of the window unacknowledged (${c.output.length - held} more)`)
   c.send({ type: 'ack', bytes: Math.round(ACK_WINDOW_MIN * 0.2) })
   // Three fifths now: reading again (it waited for a half, and a link with a round trip idled).

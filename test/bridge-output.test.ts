@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
 import t, { type Test } from 'tap'
-import { ACK_WINDOW_MAX, ACK_WINDOW_MIN, AckWindow } from '../lib/bridge/ack-window.js'
+import { ACK_WINDOW_MAX, ACK_WINDOW_MIN, ACK_WINDOW_START, AckWindow } from '../lib/bridge/ack-window.js'
 import { OutputBatcher } from '../lib/bridge/output.js'
 import { alive, connect, readPaced, startBridge, type Frame, type TermClient, until } from './helpers/terminal.js'
 
@@ -113,11 +113,11 @@ t.test('a shell that exits while its output waits in the paused PTY (the ack win
   await c.run('true')
   // An acking client, everything so far acked, that then stops acking.
   c.send({ type: 'ack', bytes: c.output.length })
-  // Just past the window (it starts at ACK_WINDOW_MIN and has no pace to grow by): the PTY is
+  // Just past the window (it starts at ACK_WINDOW_START and has no pace to grow by): the PTY is
   // paused with at most the last few of the a's unread. What the shell writes then, seq's lines,
   // waits in the PTY: more than one read's worth, little enough for the PTY's buffer (about 18 KB
   // here) to take it all, so the shell exits with it queued.
-  const as = ACK_WINDOW_MIN + 4_000
+  const as = ACK_WINDOW_START + 4_000
   c.send({ type: 'input', data: `head -c ${as} /dev/zero | tr '\\0' a; sleep 1; seq 1 2000; exit\r` })
   await until(() => !alive(pid), 20_000, 'the shell to exit')
   t.notOk(c.frames.some((f) => f.type === 'exit'), 'no exit while its output is held by the window')
@@ -177,18 +177,18 @@ t.test('a client that reads 5 MB/s and never acks keeps the bridge within a few 
   c.ws.terminate()
 })
 
-t.test('a client that acks is held to the window: unacknowledged output stays under its first size (ACK_WINDOW_MIN) until it acks', async (t) => {
+t.test('a client that acks is held to the window: unacknowledged output stays under its first size (ACK_WINDOW_START) until it acks', async (t) => {
   const c = await shell()
   c.send({ type: 'ack', bytes: 0 })
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
   await sleep(1_500)
   const held = c.output.length
-  t.ok(held > ACK_WINDOW_MIN / 2, `output flowed up to the window (${held})`)
-  t.ok(held < ACK_WINDOW_MIN + 2 * 65536 + 4096, `and stopped there (${held})`)
+  t.ok(held > ACK_WINDOW_START / 2, `output flowed up to the window (${held})`)
+  t.ok(held < ACK_WINDOW_START + 2 * 65536 + 4096, `and stopped there (${held})`)
   await sleep(500)
   t.ok(c.output.length - held < 70_000, 'no more while nothing is acked')
   c.send({ type: 'ack', bytes: c.output.length })
-  await c.until(() => c.output.length > held + ACK_WINDOW_MIN / 2, 10_000, 'more output after the ack')
+  await c.until(() => c.output.length > held + ACK_WINDOW_START / 2, 10_000, 'more output after the ack')
   t.pass('acking opens the window again')
   await endFlood(t, c)
 })
@@ -267,7 +267,7 @@ t.test('an ack of more than was sent opens no credit: the window still holds the
   c.send({ type: 'ack', bytes: 2 ** 50 })
   const start = c.output.length
   c.send({ type: 'input', data: 'yes "$(printf "%0100d" 0)"\r' })
-  await c.until(() => c.output.length - start > ACK_WINDOW_MIN / 2, 20_000, 'output up to the window')
+  await c.until(() => c.output.length - start > ACK_WINDOW_START / 2, 20_000, 'output up to the window')
   // Until output has stopped: the window is full (a bridge that took the over-ack as credit never stops).
   let seen = -1
   await until(async () => {
@@ -279,13 +279,13 @@ t.test('an ack of more than was sent opens no credit: the window still holds the
     return still
   }, 30_000, 'the output to stop at the window')
   const held = c.output.length - start
-  t.ok(held < ACK_WINDOW_MIN + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
+  t.ok(held < ACK_WINDOW_START + 2 * 65536 + 4096, `held at the window (${held} characters unacknowledged)`)
   await endFlood(t, c)
 })
 
 t.test('the ack window: half a second of the pace acked, within its bounds; a sample it did not hold back only widens it', async (t) => {
   const w = new AckWindow()
-  t.equal(w.size, ACK_WINDOW_MIN, 'it starts at the least')
+  t.equal(w.size, ACK_WINDOW_START, 'it starts at ACK_WINDOW_START')
   w.acked(0, 0)
   w.held()
   w.acked(200_000, 1_000) // 200,000 a second while held back: the client's pace

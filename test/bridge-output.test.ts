@@ -206,7 +206,7 @@ t.test('the PTY reads again once the unacknowledged output is below three quarte
     return still
   }, 30_000, 'the output to stop at the window')
   const held = c.output.length
-  t.ok(held > ACK_WINDOW_MIN, `held past the window (${held})`)
+  t.ok(held > ACK_WINDOW_START, `held past the window, ACK_WINDOW_START as yet (${held})`)
   // One character acked ends the window's first sample at a pace of next to nothing: the window
   // is ACK_WINDOW_MIN now, and the next ack, within the new sample's half second, does not move it.
   c.send({ type: 'ack', bytes: 1 })

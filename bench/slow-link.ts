@@ -13,12 +13,12 @@
  * BENCH_LINKS picks links by name (e.g. BENCH_LINKS=1M-150). Needs /usr/bin/chromium.
  */
 import { existsSync } from 'node:fs'
-import { chromium, type Page } from 'playwright-core'
-import { Client, freePort, runUsersOk, startPlatform, tempDir } from '../test/helpers/platform.js'
+import type { Page } from 'playwright-core'
+import { CHROMIUM, launchChromium, signedInPage } from '../test/helpers/chromium.js'
+import { freePort, startPlatform, tempDir } from '../test/helpers/platform.js'
 import { startBridge } from '../test/helpers/terminal.js'
 import { Link, type LinkOptions, measureLink } from './link.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const FLOOD_S = Number(process.env.BENCH_FLOOD_S ?? 10)
 /** The flood runs this long before it is measured: the window grows from its least first. */
@@ -57,14 +57,7 @@ const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: un
 const platform = await startPlatform({ dataDir, env: { PLATFORM_ORIGINS: origin, TERMINAL_PORT: String(bridge.port) } })
 const options: LinkOptions = { bitsPerSecond: 1_000_000, delayMs: 75 }
 const link = await Link.open(platform.port, options, linkPort)
-const account = new Client(platform.url, origin)
-const res = await account.post('/api/auth/register', { username: 'benchdev', password: 'correct horse battery' })
-if (res.status !== 200) throw new Error(`register: ${res.status}`)
-await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'benchdev', 'developer')
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-})
+const browser = await launchChromium()
 
 const cursorLine = (page: Page): Promise<string> =>
   page.evaluate(() => {
@@ -74,10 +67,9 @@ const cursorLine = (page: Page): Promise<string> =>
 const received = (page: Page): Promise<number> => page.evaluate(() => window.received)
 
 /** A page with its shell running through the link, counting the characters handed to the terminal. */
+let accounts = 0
 async function openShell(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 600 } })
-  await context.addCookies([...account.cookies].map(([name, value]) => ({ name, value, url: origin })))
-  const page = await context.newPage()
+  const page = await signedInPage(browser, dataDir, origin, `benchdev${++accounts}`, true)
   await page.goto(`${origin}/dev/terminal`)
   await page.waitForFunction(() => /connected: shell [0-9]+$/.test(document.getElementById('status')?.textContent ?? ''), undefined, { timeout: 60_000 })
   await page.evaluate(() => {

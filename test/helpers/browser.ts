@@ -2,8 +2,9 @@ import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import { chromium, type Browser, type Page } from 'playwright-core'
-import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './platform.js'
+import type { Browser, Page } from 'playwright-core'
+import { CHROMIUM, launchChromium, signedInPage } from './chromium.js'
+import { freePort, startPlatform, tempDir, type RunningProcess } from './platform.js'
 import { startBridge } from './terminal.js'
 
 // The terminal page in a real browser (Debian's chromium through playwright-core), in front of a
@@ -17,7 +18,7 @@ declare const document: {
 /** The page's xterm.js Terminal (a top-level const of terminal.js), as far as the helpers read it. */
 declare const term: { buffer: { active: { length: number; getLine(y: number): { translateToString(trim: boolean): string } | undefined } } }
 
-export const CHROMIUM = '/usr/bin/chromium'
+export { CHROMIUM }
 
 /** A platform and its bridge in front of one headless Chromium. */
 export interface BrowserStack {
@@ -42,10 +43,7 @@ export async function startBrowserStack(): Promise<BrowserStack> {
   const origin = `http://127.0.0.1:${port}`
   const bridge = await startBridge({ DATA_DIR: dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: origin })
   const platform = await startPlatform({ dataDir, env: { PORT: String(port), PLATFORM_ORIGINS: origin, TERMINAL_PORT: String(bridge.port) } })
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
+  const browser = await launchChromium()
   t.teardown(async () => {
     await browser.close()
     await platform.stop()
@@ -80,14 +78,8 @@ export function shellScript(t: Test, script: string): string {
 }
 
 /** A browser page signed in as a fresh account (developer when `grant`) at `at`. */
-export async function signedIn(stack: BrowserStack, username: string, grant: boolean, at = stack.origin): Promise<Page> {
-  const client = new Client(at, at)
-  const res = await client.post('/api/auth/register', { username, password: 'correct horse battery' })
-  if (res.status !== 200) throw new Error(`register: ${res.status}`)
-  if (grant) await runUsersOk({ DATA_DIR: stack.dataDir }, 'grant', username, 'developer')
-  const context = await stack.browser.newContext({ viewport: { width: 1000, height: 600 } })
-  await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: at })))
-  return context.newPage()
+export function signedIn(stack: BrowserStack, username: string, grant: boolean, at = stack.origin): Promise<Page> {
+  return signedInPage(stack.browser, stack.dataDir, at, username, grant)
 }
 
 /** Hold the page's ticket requests until the returned release (a slow platform). */

@@ -23,6 +23,7 @@ const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute pa
 // Ids as both backends write them, lower case: the gate compares ids exactly.
 const ACCOUNT = '(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})?'
 const LIST = variable(Type.String({ pattern: commaList(ACCOUNT) }), 'a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas')
+const SECONDS = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'a whole number of seconds from 0 to 99999')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')
 
 /** NAKAMA_URL as fetch takes it: fetch refuses a URL with a user name or password, so every call would fail. */
@@ -74,6 +75,10 @@ export interface BridgeConfig {
   maxConn: number
   user: string | null
   shell: string
+  /** Where the platform answers POST /dev/terminal/access (from HOST and PORT); null when PORT is 0. */
+  platformUrl: string | null
+  /** TERMINAL_ACCESS_CHECK_S in ms: how often each open terminal's access is checked again; 0 never. */
+  accessCheckMs: number
 }
 
 function common(env: Env) {
@@ -138,5 +143,28 @@ export function loadBridgeConfig(env: Env = process.env): Readonly<BridgeConfig>
     maxConn: Number(read(env, 'TERMINAL_MAX_CONN', COUNT, '4')),
     user: read(env, 'TERMINAL_USER', USER) ?? null,
     shell: read(env, 'SHELL', SHELL_PATH, '/bin/bash'),
+    platformUrl: platformUrl(env),
+    accessCheckMs: Number(read(env, 'TERMINAL_ACCESS_CHECK_S', SECONDS, '30')) * 1000,
   })
+}
+
+/**
+ * The platform as the bridge reaches it, from the HOST and PORT the platform listens on (both read
+ * the same environment file): a wildcard address is reached on loopback. Null for PORT 0, a port
+ * the bridge cannot know, and for a HOST or PORT the platform itself refuses (it does not start,
+ * and says why; the bridge does not stop for the platform's variables).
+ */
+function platformUrl(env: Env): string | null {
+  let host: string
+  let listening: number
+  try {
+    host = unbracket(read(env, 'HOST', HOST, '127.0.0.1'))
+    listening = port(env, 'PORT', '3000')
+  } catch (err) {
+    if (err instanceof ConfigError) return null
+    throw err
+  }
+  if (listening === 0) return null
+  const reached = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${reached.includes(':') ? `[${reached}]` : reached}:${listening}`
 }

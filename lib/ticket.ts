@@ -13,7 +13,15 @@ export interface TicketClaims {
   /** Unix milliseconds. */
   expiresAt: number
   nonce: string
+  /**
+   * The session the ticket was minted in, sealed by the platform (sealReference): the bridge keeps
+   * it and has the platform check it again while the terminal is open (POST /dev/terminal/access).
+   */
+  session: string
 }
+
+/** The longest ticket taken: a sealed session holds a refresh token, and Nakama's carry the account's vars. */
+const MAX_TICKET_CHARS = 4096
 
 const Claims = Compile(
   Type.Object(
@@ -22,21 +30,23 @@ const Claims = Compile(
       username: Type.String({ minLength: 1, maxLength: 256 }),
       expiresAt: Type.Integer({ minimum: 0 }),
       nonce: Type.String({ pattern: '^[A-Za-z0-9_-]{16,64}$' }),
+      session: Type.String({ pattern: '^[A-Za-z0-9_-]{1,3000}$' }),
     },
     { additionalProperties: false },
   ),
 )
 
 /**
- * Mint a ticket for `user`: `base64url(JSON claims).base64url(HMAC-SHA256)`, signed with the
- * first key. The platform mints it at POST /dev/terminal/ticket; the bridge verifies it.
+ * Mint a ticket for `user` in the sealed `session`: `base64url(JSON claims).base64url(HMAC-SHA256)`,
+ * signed with the first key. The platform mints it at POST /dev/terminal/ticket; the bridge verifies it.
  */
-export function mintTicket(keys: string[], user: { id: string; username: string }, now: number): { ticket: string; claims: TicketClaims } {
+export function mintTicket(keys: string[], user: { id: string; username: string }, session: string, now: number): { ticket: string; claims: TicketClaims } {
   const claims: TicketClaims = {
     userId: user.id,
     username: user.username,
     expiresAt: now + TICKET_TTL_MS,
     nonce: randomBytes(18).toString('base64url'),
+    session,
   }
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url')
   return { ticket: `${payload}.${sign(keys[0]!, payload).toString('base64url')}`, claims }
@@ -47,16 +57,41 @@ export function mintTicket(keys: string[], user: { id: string; username: string 
  * has not expired at `now`; null otherwise. Single use is the caller's job (SpentTickets).
  */
 export function verifyTicket(keys: string[], ticket: string, now: number): TicketClaims | null {
-  if (ticket.length > 2048) return null
+  const claims = readTicket(keys, ticket)
+  // A ticket further in the future than a fresh one would be is not one we minted under this rule.
+  if (!claims || claims.expiresAt <= now || claims.expiresAt > now + TICKET_TTL_MS) return null
+  return claims
+}
+
+/**
+ * The claims of a ticket whose signature matches one of `keys`, expired or not; null otherwise.
+ * The platform reads the ticket of an open terminal so when the bridge asks whether it may stay open.
+ */
+export function readTicket(keys: string[], ticket: string): TicketClaims | null {
+  if (ticket.length > MAX_TICKET_CHARS) return null
   const dot = ticket.indexOf('.')
   if (dot <= 0) return null
   const payload = ticket.slice(0, dot)
   if (!signedByOneOf(keys, payload, ticket.slice(dot + 1))) return null
   const claims = decodeJsonPart(payload)
-  if (!Claims.Check(claims)) return null
-  // A ticket further in the future than a fresh one would be is not one we minted under this rule.
-  if (claims.expiresAt <= now || claims.expiresAt > now + TICKET_TTL_MS) return null
-  return claims
+  return Claims.Check(claims) ? claims : null
+}
+
+// What the bridge's credential signs: text no ticket's payload (base64url) can be.
+const BRIDGE_CREDENTIAL_TEXT = 'playfield terminal bridge v1'
+
+/**
+ * The bridge's credential for POST /dev/terminal/access (an Authorization bearer): HMAC of a fixed
+ * text under the ticket secret's first key, so only a holder of that secret asks the platform
+ * about open terminals.
+ */
+export function bridgeCredential(keys: string[]): string {
+  return sign(keys[0]!, BRIDGE_CREDENTIAL_TEXT).toString('base64url')
+}
+
+/** Whether `credential` is the bridge's under one of `keys` (all of a rotation). */
+export function isBridgeCredential(keys: string[], credential: string): boolean {
+  return signedByOneOf(keys, BRIDGE_CREDENTIAL_TEXT, credential)
 }
 
 /**

@@ -101,7 +101,7 @@ t.test('refused upgrades: other paths 404, bad tickets 401, foreign origins 403,
   const logged = bridge.logs.length
   const now = Date.now()
   const q = (value: string): string => `?ticket=${encodeURIComponent(value)}`
-  const forged = mintTicket(['another-secret-that-is-long-enough-000000'], { id: 'u-1', username: 'dev' }, now).ticket
+  const forged = mintTicket(['another-secret-that-is-long-enough-000000'], { id: 'u-1', username: 'dev' }, 'a-session', now).ticket
   const good = ticket()
   const [payload, mac] = good.split('.') as [string, string]
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString())

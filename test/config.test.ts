@@ -132,6 +132,7 @@ t.test('a variable set to the empty string counts as unset (PORT= in a unit file
   t.equal(emptyTrust.check('127.0.0.1', 'ipv4'), defaultTrust.check('127.0.0.1', 'ipv4'), 'TRUST_PROXY too')
   const bridgeEmpty = loadBridgeConfig({ TERMINAL_MAX_CONN: '', TERMINAL_USER: '', SHELL: '', TERMINAL_PORT: '' })
   t.match(bridgeEmpty, { maxConn: 4, user: null, shell: '/bin/bash', port: 7681 }, 'the bridge\'s variables too')
+  t.match(loadBridgeConfig({ TERMINAL_ACCESS_CHECK_S: '', HOST: '', PORT: '' }), { accessCheckMs: 30_000, platformUrl: 'http://127.0.0.1:3000' }, 'and its access checks')
   t.throws(() => loadPlatformConfig({ GAME_BACKEND: 'nakama', NAKAMA_URL: '', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }),
     new ConfigError('NAKAMA_URL: missing; required when GAME_BACKEND=nakama (an http(s) URL)'), 'an empty required one is missing')
 })
@@ -140,6 +141,30 @@ t.test('the bridge listens on 127.0.0.1 when TERMINAL_HOST is unset: its bridge.
   const bridge = await startBridge({ TERMINAL_HOST: undefined })
   t.teardown(() => bridge.stop())
   t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { host: '127.0.0.1', port: bridge.port }, 'the default host, loopback')
+})
+
+t.test('the bridge asks the platform where HOST and PORT put it, every TERMINAL_ACCESS_CHECK_S (30 by default, 0 never)', async (t) => {
+  const urls: [Record<string, string>, string | null][] = [
+    [{}, 'http://127.0.0.1:3000'],
+    [{ PORT: '8080' }, 'http://127.0.0.1:8080'],
+    [{ HOST: '0.0.0.0', PORT: '8080' }, 'http://127.0.0.1:8080'],
+    [{ HOST: '::' }, 'http://[::1]:3000'],
+    [{ HOST: '[::1]' }, 'http://[::1]:3000'],
+    [{ HOST: 'localhost' }, 'http://localhost:3000'],
+    [{ HOST: '10.1.2.3', PORT: '80' }, 'http://10.1.2.3:80'],
+    // A port the platform picks, and values the platform refuses to start with: nothing to ask.
+    [{ PORT: '0' }, null],
+    [{ PORT: '70000' }, null],
+    [{ PORT: 'x' }, null],
+    [{ HOST: 'bad host' }, null],
+  ]
+  for (const [env, url] of urls) t.equal(loadBridgeConfig(env).platformUrl, url, JSON.stringify(env))
+  t.equal(loadBridgeConfig({ TERMINAL_ACCESS_CHECK_S: '0' }).accessCheckMs, 0, '0: no checks')
+  t.equal(loadBridgeConfig({ TERMINAL_ACCESS_CHECK_S: '5' }).accessCheckMs, 5_000)
+  for (const value of ['-1', '1.5', 'x', '100000', '030']) {
+    t.throws(() => loadBridgeConfig({ TERMINAL_ACCESS_CHECK_S: value }),
+      new ConfigError(`TERMINAL_ACCESS_CHECK_S: ${JSON.stringify(value)} is invalid; expected a whole number of seconds from 0 to 99999`), value)
+  }
 })
 
 t.test('a bad TERMINAL_MAX_CONN stops the bridge: exit 2 and only its line on stderr', async (t) => {

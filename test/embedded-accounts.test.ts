@@ -210,3 +210,19 @@ t.test('a logout in one process ends the session in another on the same file at 
   await t.rejects(b.refresh(session.refreshToken), { code: 'NO_SESSION' })
   t.equal(await a.sessionActive(session.refreshToken, session.userId), false)
 })
+
+t.test("a session has ended (an open terminal's check) once logged out, refreshed or not, and only for its own user", async (t) => {
+  const b = createEmbeddedBackend(loadPlatformConfig({ DATA_DIR: tempDir() }))
+  t.teardown(() => b.close())
+  const first = await b.register('ended_one', 'correct horse')
+  const other = await b.register('ended_two', 'correct horse')
+  t.equal(await b.sessionEnded(first.refreshToken, first.userId), false, 'a fresh session')
+  t.equal(await b.sessionEnded(first.refreshToken, other.userId), true, "another user's refresh token")
+  t.equal(await b.sessionEnded('x.y.z', first.userId), true, 'no token')
+  // A terminal's ticket keeps the refresh token of its minting; the cookie moves on to refreshed ones.
+  const refreshed = await b.refresh(first.refreshToken)
+  t.equal(await b.sessionEnded(first.refreshToken, first.userId), false, 'the token before a refresh: the same session')
+  await b.logout(refreshed)
+  t.equal(await b.sessionEnded(first.refreshToken, first.userId), true, 'the logout of the refreshed token ends it')
+  t.equal(await b.sessionEnded(other.refreshToken, other.userId), false, 'and no other session')
+})

@@ -141,6 +141,24 @@ t.test("a refresh token is active only for the user it was issued to, and only u
   t.equal(await b.sessionActive(two.refreshToken, two.userId), true, 'the live one still is')
 })
 
+t.test("a session has ended (an open terminal's check) once logged out, not when one of its refresh tokens only expired", async (t) => {
+  const b = backend()
+  const one = await b.register(name('end1'), 'password123')
+  const two = await b.register(name('end2'), 'password123')
+  t.equal(await b.sessionEnded(one.refreshToken, one.userId), false, 'a fresh session')
+  t.equal(await b.sessionEnded(one.refreshToken, two.userId), true, "another user's refresh token")
+  t.equal(await b.sessionEnded('not.a.token', one.userId), true, 'no token')
+  // The ticket of a terminal opened an hour ago holds a refresh token Nakama's sliding refresh has replaced since.
+  const lapsed = signToken({ ...claims(one.refreshToken), exp: Math.floor(Date.now() / 1000) - 60 }, 'fake-refresh-encryption-key')
+  t.equal(await b.sessionActive(lapsed, one.userId), false, 'that token signs no one in')
+  t.equal(await b.sessionEnded(lapsed, one.userId), false, 'but its session lives on')
+  const refreshed = await b.refresh(one.refreshToken)
+  await b.logout(refreshed)
+  t.equal(await b.sessionEnded(lapsed, one.userId), true, 'the logout of a later token of the session (same tid) ends it')
+  t.equal(await b.sessionEnded(one.refreshToken, one.userId), true, 'for every token of it')
+  t.equal(await b.sessionEnded(two.refreshToken, two.userId), false, 'and no other session')
+})
+
 t.test('a rename past the bucket is 429 with the wait the module computed as Retry-After, not a token second', async (t) => {
   const b = backend()
   const s = await b.register(name('wait'), 'password123')

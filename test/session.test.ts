@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Client, startPlatform, tempDir } from './helpers/platform.js'
 import { expectError, sessionOf, signUp } from './helpers/accounts.js'
-import { seal, sealKeys, unseal, type SessionState } from '../lib/platform/seal.js'
+import { seal, sealKeys, sealReference, unseal, unsealReference, type SessionState } from '../lib/platform/seal.js'
 
 const NOW = 1_800_000_000_000
 const state: SessionState = { uid: 'u-1', usn: 'alice', rt: 'r.t.x', t: 't.o.k', te: NOW + 3_600_000, iat: NOW, exp: NOW + 86_400_000 }
@@ -44,6 +44,19 @@ t.test('seal/unseal: a well-sealed value of the wrong shape is refused', async (
   const keys = sealKeys([NEW])
   const wrong = { ...state, exp: 'later' } as unknown as SessionState
   t.equal(unseal(seal(wrong, keys), keys, NOW), null)
+})
+
+t.test("a terminal ticket's session reference: a round trip, and neither it nor a cookie opens as the other", async (t) => {
+  const keys = sealKeys([NEW, OLD])
+  const reference = sealReference({ uid: 'u-1', rt: 'r.t.x' }, keys)
+  t.same(unsealReference(reference, keys), { uid: 'u-1', rt: 'r.t.x' })
+  t.same(unsealReference(reference, sealKeys([NEW])), { uid: 'u-1', rt: 'r.t.x' }, 'sealed with the first key')
+  t.equal(unsealReference(reference, sealKeys([OLD])), null, 'not with another')
+  t.equal(unsealReference(reference.slice(0, -2), keys), null, 'cut short')
+  t.notMatch(Buffer.from(reference, 'base64url').toString('latin1'), /r\.t\.x/, 'the refresh token is not readable in it')
+  // Same keys, another use: a reference the page saw in a ticket is no cookie, and a cookie no reference.
+  t.equal(unseal(reference, keys, NOW), null, 'a reference is not a session cookie')
+  t.equal(unsealReference(seal(state, keys), keys), null, 'a session cookie is not a reference')
 })
 
 t.test('SESSION_SECRET rotation over HTTP: "new,old" keeps old cookies; dropping old ends them', async (t) => {

@@ -33,6 +33,13 @@ export interface Backend {
    * checked on every request, so a cookie names only the account its token was issued to.
    */
   sessionActive(refreshToken: string, userId: string): Promise<boolean>
+  /**
+   * Whether the session a refresh token was issued in is over for good: logged out (or ended as
+   * a logout is), not `userId`'s, or past the end no refresh extends. A refresh token that has
+   * only expired while its session lives on in a newer one (Nakama's sliding refresh) is not.
+   * The platform asks this about an open terminal's ticket (POST /dev/terminal/access).
+   */
+  sessionEnded(refreshToken: string, userId: string): Promise<boolean>
   /** Revoke the session the refresh token belongs to, and only that one. */
   logout(session: { token: string; refreshToken: string }): Promise<void>
 
@@ -109,6 +116,7 @@ export function composeBackend(
     login: (...args) => guard(() => accounts.login(...args)),
     refresh: (...args) => guard(() => accounts.refresh(...args)),
     sessionActive: (...args) => guard(() => accounts.sessionActive(...args)),
+    sessionEnded: (...args) => guard(() => accounts.sessionEnded(...args)),
     logout: (...args) => guard(() => accounts.logout(...args)),
     getAccount: (...args) => guard(() => accounts.getAccount(...args)),
     renameUser: (...args) => guard(() => accounts.renameUser(...args)),

@@ -8,7 +8,8 @@ import { SLOW_CLIENT_LIMITS } from '../http/slow-clients.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
-import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
+import { bridgeCredential, SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
+import { startAccessChecks } from './access-check.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
@@ -18,6 +19,8 @@ import { startHeartbeat } from './heartbeat.js'
 const MAX_PAYLOAD = 1024 * 1024
 /** RFC 6455 1013 "Try Again Later": the spec asks for it when the connection limit is reached. */
 const CLOSE_TRY_AGAIN = 1013
+/** RFC 6455 1008 "Policy Violation": the platform says the user's access has ended (a logout, a role revoked). */
+const CLOSE_POLICY = 1008
 /** RFC 6455 1001 "Going Away": the bridge is shutting down. */
 const CLOSE_GOING_AWAY = 1001
 /** A client gets this long to answer a close (at SIGTERM, after a protocol error) before its socket is cut. */
@@ -86,6 +89,16 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   // the upgrade's checks, so it spends no ticket: it gets the platform's JSON 400, nosniff, logged.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => serverOnClientError(err, socket, log))
   const heartbeat = startHeartbeat(server, connections)
+  const access = startAccessChecks({
+    url: config.platformUrl,
+    intervalMs: config.accessCheckMs,
+    credential: bridgeCredential(ticketKeys),
+    log,
+    ended(ws, reason) {
+      ws.close(CLOSE_POLICY, `access ended: ${reason}`)
+      setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+    },
+  })
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy())
@@ -104,7 +117,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
     // Read from the query as sent (URLSearchParams never throws), so that a target no URL can be
     // made of spends its ticket too: spent by its first use, whatever follows (CONTRACT §6).
     const query = target.indexOf('?')
-    const claims = verifyTicket(ticketKeys, query < 0 ? '' : new URLSearchParams(target.slice(query + 1)).get('ticket') ?? '', now)
+    const ticket = query < 0 ? '' : new URLSearchParams(target.slice(query + 1)).get('ticket') ?? ''
+    const claims = verifyTicket(ticketKeys, ticket, now)
     const fresh = claims !== null && spent.spend(claims, now, performance.now())
     if (!parseTarget(target)) return deny(400, 'the request target is not a valid URL', claims?.username)
     // RFC 9110 §7.8: an upgrade the bridge does not offer, away from /ws (h2c, which `curl --http2`
@@ -150,6 +164,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
       const done = serveConnection(ws, claims, { registry, log, sessionLog, took: () => heartbeat.took(ws) })
       connections.set(ws, done)
       heartbeat.watch(ws, (socket as Socket).remotePort ?? -1)
+      access.watch(ws, ticket, claims.username)
       ws.once('close', () => connections.delete(ws))
     })
   })
@@ -157,6 +172,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   async function shutdown(): Promise<void> {
     stopping = true
     heartbeat.stop()
+    access.stop()
     server.close()
     const ending = [...connections.values()]
     for (const ws of connections.keys()) {

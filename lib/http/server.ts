@@ -130,7 +130,7 @@ class Exchange implements RouteContext {
     // A target no URL can be made of is answered 400 in JSON (handle checks), logged with path ''.
     this.validTarget = pathname !== null
     this.pathname = pathname ?? ''
-    this.api = pathname === null || pathname.startsWith('/api/') || pathname === '/dev/terminal/ticket'
+    this.api = pathname === null || pathname.startsWith('/api/') || pathname === '/dev/terminal/ticket' || pathname === '/dev/terminal/access'
   }
 
   /** Parsed only when a handler reads it (query strings); most never do. Handlers run only for valid targets. */

@@ -20,6 +20,10 @@ export interface Auth {
   write(ctx: RouteContext, state: SessionState): void
   /** Tell the browser to drop the cookie. */
   clear(ctx: RouteContext): void
+  /** The session sealed for a terminal ticket (its user and refresh token, unreadable to the page). */
+  reference(state: SessionState): string
+  /** Whether `sealed` is a reference to a session of `userId` that has not ended (Backend.sessionEnded). */
+  referenceActive(sealed: string, userId: string): Promise<boolean>
 }
 
 /** Everything a route module needs, built once by buildRouter (routes.ts) at start. */

@@ -1,13 +1,17 @@
 import type { RouteContext } from '../http/router.js'
 import type { App, SessionUser } from './app.js'
+import type { SessionState } from './seal.js'
 
 /** Roles that open the developer gate (spec terminal 5.1). */
 const DEV_ROLES = new Set(['developer', 'admin'])
 
 /** The gate's answer: the admitted user, or why not (401 without a session, 403 without admission). */
 type GateResult =
-  | { admitted: true; user: SessionUser }
+  | { admitted: true; user: SessionUser; session: SessionState }
   | { admitted: false; status: 401 | 403; reason: string }
+
+/** Whether a user is admitted, their session aside: the account's current name, or the reason not. */
+type Admission = { admitted: true; user: SessionUser } | { admitted: false; reason: string }
 
 /**
  * The developer gate (CONTRACT §3): signed in, and a `developer` or `admin` role read fresh from
@@ -19,7 +23,15 @@ type GateResult =
 export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateResult> {
   const session = await app.auth.optional(ctx)
   if (!session) return { admitted: false, status: 401, reason: 'Sign in first: the developer terminal needs a session.' }
-  const user = { id: session.uid, username: session.usn }
+  const admission = await admitUser(app, { id: session.uid, username: session.usn })
+  return admission.admitted ? { ...admission, session } : { admitted: false, status: 403, reason: admission.reason }
+}
+
+/**
+ * The gate's role and DEV_ACCESS_ check for a signed-in `user` (the name is the session's, used
+ * when the account is gone): at each ticket, and again while a terminal is open (POST /dev/terminal/access).
+ */
+export async function admitUser(app: App, user: SessionUser): Promise<Admission> {
   if (app.config.devAccessAll) return { admitted: true, user }
   const account = await app.backend.getAccount(user.id)
   // The account's name now: a session remembers the name of its sign-in, which another session
@@ -29,7 +41,6 @@ export async function checkDevGate(app: App, ctx: RouteContext): Promise<GateRes
   if (account?.roles.some((role) => DEV_ROLES.has(role))) return { admitted: true, user: current }
   return {
     admitted: false,
-    status: 403,
     reason: `The account "${current.username}" has neither the developer nor the admin role, and DEV_ACCESS_USERS does not name it. An administrator can run: bin/platform users grant ${current.username} developer`,
   }
 }

@@ -79,3 +79,6 @@ export const LeaderboardQuery = Compile(
     cursor: Type.Optional(Type.String({ maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$', description: 'a nextCursor as given' })),
   }),
 )
+
+/** `POST /dev/terminal/access`: the ticket an open terminal was admitted with, nothing else. */
+export const AccessBody = Compile(Type.Object({ ticket: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }))

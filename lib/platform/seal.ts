@@ -30,8 +30,9 @@ const State = Compile(
 
 const IV_BYTES = 12
 const TAG_BYTES = 16
-// Binds a sealed value to this use: a blob sealed for something else with the same secret does not open here.
+// Binds a sealed value to its use: a blob sealed for one of them with the same secret does not open as the other.
 const CONTEXT = Buffer.from('playfield_session v1')
+const REFERENCE_CONTEXT = Buffer.from('playfield_terminal_session v1')
 // Browsers keep cookies up to 4096 bytes; anything longer was not made here.
 const MAX_SEALED_CHARS = 4096
 
@@ -42,11 +43,7 @@ export function sealKeys(secrets: readonly string[]): Buffer[] {
 
 /** Encrypt and authenticate `state` with the first key: base64url(iv | ciphertext | tag). */
 export function seal(state: SessionState, keys: readonly Buffer[]): string {
-  const iv = randomBytes(IV_BYTES)
-  const cipher = createCipheriv('aes-256-gcm', keys[0]!, iv)
-  cipher.setAAD(CONTEXT)
-  const body = Buffer.concat([cipher.update(JSON.stringify(state), 'utf8'), cipher.final()])
-  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')
+  return sealText(JSON.stringify(state), keys, CONTEXT)
 }
 
 /**
@@ -54,32 +51,65 @@ export function seal(state: SessionState, keys: readonly Buffer[]): string {
  * expired at `now`; null for anything else (tampered, truncated, garbage, a retired key). Never throws.
  */
 export function unseal(sealed: string, keys: readonly Buffer[], now: number): SessionState | null {
-  if (sealed.length > MAX_SEALED_CHARS || !/^[A-Za-z0-9_-]+$/.test(sealed)) return null
+  const state = openJson(sealed, keys, CONTEXT)
+  return State.Check(state) && state.exp > now ? state : null
+}
+
+/** Which session a terminal ticket was minted in: its user and its refresh token. */
+export interface SessionReference {
+  uid: string
+  rt: string
+}
+
+const Reference = Compile(Type.Object({ uid: Type.String(), rt: Type.String() }))
+
+/**
+ * A session's reference sealed for a terminal ticket, which the page's script sees: the refresh
+ * token stays as unreadable there as in the HttpOnly cookie, and the blob opens as nothing else.
+ */
+export function sealReference(reference: SessionReference, keys: readonly Buffer[]): string {
+  return sealText(JSON.stringify({ uid: reference.uid, rt: reference.rt }), keys, REFERENCE_CONTEXT)
+}
+
+/** The reference in `sealed`, or null (as unseal). */
+export function unsealReference(sealed: string, keys: readonly Buffer[]): SessionReference | null {
+  const reference = openJson(sealed, keys, REFERENCE_CONTEXT)
+  return Reference.Check(reference) ? reference : null
+}
+
+function sealText(text: string, keys: readonly Buffer[], context: Buffer): string {
+  const iv = randomBytes(IV_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', keys[0]!, iv)
+  cipher.setAAD(context)
+  const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()])
+  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')
+}
+
+/** The JSON value sealed in `sealed` for `context` under one of `keys`; undefined when none opens it. */
+function openJson(sealed: string, keys: readonly Buffer[], context: Buffer): unknown {
+  if (sealed.length > MAX_SEALED_CHARS || !/^[A-Za-z0-9_-]+$/.test(sealed)) return undefined
   const raw = Buffer.from(sealed, 'base64url')
   // Only the canonical encoding: the spare bits of the last character must not give a second spelling.
-  if (raw.length <= IV_BYTES + TAG_BYTES || raw.toString('base64url') !== sealed) return null
+  if (raw.length <= IV_BYTES + TAG_BYTES || raw.toString('base64url') !== sealed) return undefined
   const iv = raw.subarray(0, IV_BYTES)
   const body = raw.subarray(IV_BYTES, raw.length - TAG_BYTES)
   const tag = raw.subarray(raw.length - TAG_BYTES)
   for (const key of keys) {
-    const text = decrypt(key, iv, body, tag)
+    const text = decrypt(key, iv, body, tag, context)
     if (text === null) continue
-    let state: unknown
     try {
-      state = JSON.parse(text)
+      return JSON.parse(text) as unknown
     } catch {
-      return null
+      return undefined
     }
-    if (!State.Check(state) || state.exp <= now) return null
-    return state
   }
-  return null
+  return undefined
 }
 
-function decrypt(key: Buffer, iv: Buffer, body: Buffer, tag: Buffer): string | null {
+function decrypt(key: Buffer, iv: Buffer, body: Buffer, tag: Buffer, context: Buffer): string | null {
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES })
-    decipher.setAAD(CONTEXT)
+    decipher.setAAD(context)
     decipher.setAuthTag(tag)
     return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8')
   } catch {

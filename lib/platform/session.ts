@@ -7,7 +7,7 @@ import type { RouteContext } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
 import { decodeJsonPart } from '../signed.js'
 import type { Auth } from './app.js'
-import { seal, sealKeys, unseal, type SessionState } from './seal.js'
+import { seal, sealKeys, sealReference, unseal, unsealReference, type SessionState } from './seal.js'
 
 /** CONTRACT §2: the session credential. */
 const COOKIE_NAME = 'playfield_session'
@@ -22,6 +22,8 @@ interface SessionCookie {
   write(ctx: RouteContext, state: SessionState, now: number): void
   /** Tell the browser to drop the cookie. */
   clear(ctx: RouteContext): void
+  /** The keys that seal it (and terminal tickets' session references). */
+  keys: Buffer[]
 }
 
 /**
@@ -59,6 +61,7 @@ function createSessionCookie(config: Readonly<PlatformConfig>): SessionCookie {
     clear(ctx) {
       ctx.res.appendHeader('set-cookie', stringifySetCookie({ name: COOKIE_NAME, value: '', maxAge: 0, expires: new Date(0), ...attributes(ctx) }))
     },
+    keys,
   }
 }
 
@@ -128,5 +131,10 @@ export function createAuth(config: Readonly<PlatformConfig>, backend: Backend, n
     optional: active,
     write: (ctx, state) => cookie.write(ctx, state, now()),
     clear: (ctx) => cookie.clear(ctx),
+    reference: (state) => sealReference({ uid: state.uid, rt: state.rt }, cookie.keys),
+    async referenceActive(sealed, userId) {
+      const reference = unsealReference(sealed, cookie.keys)
+      return reference !== null && reference.uid === userId && !(await backend.sessionEnded(reference.rt, userId))
+    },
   }
 }

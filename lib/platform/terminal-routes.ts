@@ -1,16 +1,17 @@
 import { replyNegotiated } from '../catalogue/negotiate.js'
-import { readIgnoredBody } from '../http/body.js'
-import { HttpError } from '../http/errors.js'
+import { readBody, readIgnoredBody } from '../http/body.js'
+import { HttpError, invalidField } from '../http/errors.js'
 import { noSession } from '../backend/refusals.js'
 import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
-import { mintTicket } from '../ticket.js'
+import { isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
 import type { App } from './app.js'
-import { checkDevGate } from './dev-gate.js'
+import { admitUser, checkDevGate } from './dev-gate.js'
+import { AccessBody } from './schemas.js'
 import { assetContent, ASSETS, loadTerminalAssets, PAGE_HEADERS, refusalPage, terminalPage } from './terminal-html.js'
 
-/** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3). */
+/** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3); the bridge's POST /dev/terminal/access. */
 export function terminalRoutes(router: Router, app: App): void {
   const ticketKeys = loadSecret(app.config.dataDir, 'terminal-ticket-secret', app.config.ticketSecret)
   loadTerminalAssets()
@@ -30,8 +31,24 @@ export function terminalRoutes(router: Router, app: App): void {
     }
     // No body, or `{}`: anything else gets the JSON body errors of CONTRACT §4 (415, 400, 413).
     await readIgnoredBody(ctx.req)
-    const { ticket, claims } = mintTicket(ticketKeys, gate.user, app.now())
+    const { ticket, claims } = mintTicket(ticketKeys, gate.user, app.auth.reference(gate.session), app.now())
     json(ctx.res, 200, { success: true, ticket, expiresAt: new Date(claims.expiresAt).toISOString() }, NO_STORE)
+  })
+
+  // The bridge asks, for each open terminal every TERMINAL_ACCESS_CHECK_S, whether its user would
+  // still get the ticket it opened with: the session it was minted in still active (not logged
+  // out), and the gate still open to the user (a role revoked, DEV_ACCESS_USERS changed). Only the
+  // bridge may ask: its credential is derived from the ticket secret.
+  router.add('POST', '/dev/terminal/access', async (ctx) => {
+    const bearer = /^Bearer ([A-Za-z0-9_-]{1,100})$/.exec(ctx.req.headers.authorization ?? '')?.[1]
+    if (!bearer || !isBridgeCredential(ticketKeys, bearer)) throw new HttpError(403, 'FORBIDDEN', 'the terminal bridge\'s credential is required')
+    const claims = readTicket(ticketKeys, (await readBody(ctx.req, AccessBody)).ticket)
+    if (!claims) throw invalidField('/ticket', 'not a ticket this platform signed', 'must be a ticket this platform signed')
+    // Short reasons: the bridge closes the connection with one (a close reason holds 123 bytes).
+    const reason = !(await app.auth.referenceActive(claims.session, claims.userId)) ? 'signed out'
+      : !(await admitUser(app, { id: claims.userId, username: claims.username })).admitted ? 'developer access revoked'
+      : null
+    json(ctx.res, 200, reason ? { success: true, admitted: false, reason } : { success: true, admitted: true }, NO_STORE)
   })
 
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {

@@ -32,8 +32,9 @@ export function startBridge(env: Record<string, string | undefined> = {}, wrappe
     script: BRIDGE_JS,
     wrapper,
     readyEvent: 'bridge.listening',
-    // NODE_OPTIONS: the V8 flag bin/terminal-bridge runs the bridge with.
-    env: { NODE_OPTIONS: '--max-semi-space-size=2', TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, ...env },
+    // NODE_OPTIONS: the V8 flag bin/terminal-bridge runs the bridge with. No access checks: a
+    // bridge under test has no platform of its own, and another test's may listen on port 3000.
+    env: { NODE_OPTIONS: '--max-semi-space-size=2', TERMINAL_PORT: '0', TERMINAL_USER: SHELL_USER, TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, TERMINAL_ACCESS_CHECK_S: '0', ...env },
   })
 }
 
@@ -82,7 +83,7 @@ export function readPaced(c: TermClient, bytesPerSecond: number): { chars: numbe
 
 /** A fresh ticket for a test user. */
 export function ticket(now = Date.now(), user = { id: 'u-1', username: 'dev' }): string {
-  return mintTicket([TICKET_SECRET], user, now).ticket
+  return mintTicket([TICKET_SECRET], user, 'a-session', now).ticket
 }
 
 export interface Frame {

@@ -110,6 +110,11 @@ export class AccountStore implements AccountPart {
     return this.#sessions.check(refreshToken)?.uid === userId
   }
 
+  async sessionEnded(refreshToken: string, userId: string): Promise<boolean> {
+    // A refresh keeps the refresh token's expiry (SessionIssuer): every token of a session ends with it.
+    return !(await this.sessionActive(refreshToken, userId))
+  }
+
   async logout(session: { token: string; refreshToken: string }): Promise<void> {
     this.#sessions.revoke(session)
   }

@@ -146,6 +146,14 @@ export class NakamaAccounts implements AccountPart {
     return (await this.#activeClaims(refreshToken))?.uid === userId
   }
 
+  async sessionEnded(refreshToken: string, userId: string): Promise<boolean> {
+    // Nakama's refresh gives a new refresh token a new expiry (refresh_token_expiry_sec, an hour by
+    // default) under the same tid: this one's expiry says nothing of the session. Its logout is
+    // kept by tid (nakama-api.md §1.3), and so is the end of an account deleted or banned since.
+    const claims = decodeClaims(refreshToken)
+    return !claims || claims.uid !== userId || (await this.#revocations.isRevoked(claims.uid, claims.tid, claims.exp, this.now()))
+  }
+
   /** The refresh token's claims while it is unexpired and not revoked; else null. */
   async #activeClaims(refreshToken: string): Promise<Claims | null> {
     const claims = decodeClaims(refreshToken)

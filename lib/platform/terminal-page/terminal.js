@@ -19,7 +19,7 @@ const CLOSE_REASONS = {
   1005: 'connection closed',
   1001: 'the terminal bridge is shutting down',
   1006: 'connection lost (the terminal bridge or the platform stopped, or the network failed)',
-  1008: 'connection refused',
+  1008: 'access ended',
   1009: 'a message was too large for the bridge',
   1011: 'the terminal bridge failed',
   1013: 'connection limit reached: too many terminals are open; close one, then reconnect',
@@ -308,8 +308,10 @@ async function connect() {
     const reason = opened ? CLOSE_REASONS[event.code] || `connection closed (${event.code})` : NOT_OPENED
     // The bridge ends a session whose connection closed (CONTRACT §6): said, or Reconnect reads as a way back to it.
     const ended = hadShell ? '; the shell and its jobs were ended, and Reconnect starts a new one' : ''
-    // The bridge's own reasons for 1013 and 1001 say again what the page says.
-    const said = event.reason && event.code !== 1013 && event.code !== 1001 ? `${reason}: ${event.reason}` : reason
+    // The bridge's own reasons for 1013 and 1001 say again what the page says; that of 1008
+    // ("access ended: signed out") begins with it.
+    const detail = event.reason && event.code !== 1013 && event.code !== 1001 ? event.reason : ''
+    const said = detail.startsWith(reason) ? detail : detail ? `${reason}: ${detail}` : reason
     setStatus(`${said}${ended}`, event.code !== 1000)
     term.write(`\r\n\x1b[33m[${reason}${ended}]\x1b[0m\r\n`)
     offer('Reconnect')

@@ -1,0 +1,135 @@
+import http from 'node:http'
+import type { WebSocket } from 'ws'
+import { messageOf } from '../log.js'
+
+/** How long the platform gets to answer one check before it counts as failed. */
+const CHECK_TIMEOUT_MS = 5_000
+/** The most of an answer read: `{success, admitted, reason}` is well under it. */
+const MAX_ANSWER_BYTES = 4096
+
+/** The platform's answer about one open terminal. */
+type Access = { admitted: true } | { admitted: false; reason: string }
+
+/** The bridge's checks of its open terminals' access. */
+interface AccessChecks {
+  /** Check the connection's access every interval from now on, with the ticket it opened with, until it closes. */
+  watch(ws: WebSocket, ticket: string, user: string): void
+  /** No more checks (shutdown); those under way are dropped. */
+  stop(): void
+}
+
+interface AccessCheckOptions {
+  /** The platform, or null: no checks. */
+  url: string | null
+  /** Between two checks of one connection; 0: no checks. */
+  intervalMs: number
+  /** The bridge's bearer credential (bridgeCredential). */
+  credential: string
+  log: (entry: Record<string, unknown>) => void
+  /** The platform said the connection's access has ended, and why (a short phrase). */
+  ended: (ws: WebSocket, reason: string) => void
+}
+
+/**
+ * Ask the platform, for each open terminal every `intervalMs`, whether its user would still be let
+ * in (POST /dev/terminal/access with the ticket it opened with): a logout of the session the
+ * ticket was minted in, or a role revoked, ends the terminal within an interval. Only the
+ * platform's answer "no" ends one. A platform that cannot be reached, or answers anything else,
+ * leaves every terminal open (a restart of the platform must not end the developers' shells),
+ * and is logged once until it answers again.
+ */
+export function startAccessChecks({ url, intervalMs, credential, log, ended }: AccessCheckOptions): AccessChecks {
+  if (url === null || intervalMs === 0) return { watch() {}, stop() {} }
+  const target = new URL('/dev/terminal/access', url)
+  const timers = new Set<NodeJS.Timeout>()
+  const requests = new Set<http.ClientRequest>()
+  let failing = false
+  let stopped = false
+
+  const failed = (err: unknown): void => {
+    if (failing || stopped) return
+    failing = true
+    log({ event: 'terminal.access_check_failed', error: messageOf(err), note: 'open terminals stay open until the platform answers' })
+  }
+  const answered = (): void => {
+    if (!failing) return
+    failing = false
+    log({ event: 'terminal.access_check_restored' })
+  }
+
+  const ask = (ticket: string): Promise<Access> =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ ticket })
+      const req = http.request(target, {
+        method: 'POST',
+        timeout: CHECK_TIMEOUT_MS,
+        headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      })
+      requests.add(req)
+      req.once('close', () => requests.delete(req))
+      req.once('timeout', () => req.destroy(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)))
+      req.once('error', reject)
+      req.once('response', (res) => {
+        const chunks: Buffer[] = []
+        let size = 0
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length
+          if (size > MAX_ANSWER_BYTES) return req.destroy(new Error(`an answer over ${MAX_ANSWER_BYTES} bytes`))
+          chunks.push(chunk)
+        })
+        res.once('error', reject)
+        res.once('end', () => {
+          const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8')) : null
+          if (access) resolve(access)
+          else reject(new Error(`POST ${target.pathname} answered ${res.statusCode}${res.statusCode === 200 ? ' without an access answer' : ''}`))
+        })
+      })
+      req.end(body)
+    })
+
+  return {
+    watch(ws, ticket, user) {
+      if (stopped) return
+      let asking = false
+      const timer = setInterval(() => {
+        // A platform slower than the interval gets one question at a time per connection.
+        if (asking) return
+        asking = true
+        ask(ticket)
+          .then((access) => {
+            answered()
+            if (access.admitted || stopped || ws.readyState !== ws.OPEN) return
+            log({ event: 'terminal.access_ended', user, reason: access.reason })
+            ended(ws, access.reason)
+          }, failed)
+          .finally(() => (asking = false))
+      }, intervalMs).unref()
+      timers.add(timer)
+      ws.once('close', () => {
+        clearInterval(timer)
+        timers.delete(timer)
+      })
+    },
+    stop() {
+      stopped = true
+      for (const timer of timers) clearInterval(timer)
+      for (const req of requests) req.destroy()
+    },
+  }
+}
+
+/** The platform's answer, or null when the body is not one: `reason` kept to a close frame's printable phrase. */
+function accessOf(text: string): Access | null {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (typeof body !== 'object' || body === null) return null
+  const { success, admitted, reason } = body as Record<string, unknown>
+  if (success !== true || typeof admitted !== 'boolean') return null
+  if (admitted) return { admitted }
+  const phrase = typeof reason === 'string' ? reason.replace(/[^\x20-\x7e]/g, '').slice(0, 80) : ''
+  return { admitted, reason: phrase || 'access revoked' }
+}

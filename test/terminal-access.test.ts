@@ -1,0 +1,143 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { bridgeCredential, mintTicket } from '../lib/ticket.js'
+import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
+import { expectError } from './helpers/accounts.js'
+import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { alive, connect, ORIGIN, startBridge, TICKET_SECRET, type TermClient } from './helpers/terminal.js'
+
+// An open terminal ends once its user would no longer get its ticket (README "Security model"):
+// the bridge asks the platform every TERMINAL_ACCESS_CHECK_S (1 s here) with the ticket it was
+// opened with. A real platform and a real bridge, each knowing the other's port.
+
+const SESSION_SECRET = 'test-session-secret-0123456789abcdef-0123456789'
+const CHECK_S = 1
+const dataDir = tempDir()
+const platformPort = await freePort()
+const bridge = await startBridge({ DATA_DIR: dataDir, PORT: String(platformPort), TERMINAL_ACCESS_CHECK_S: String(CHECK_S) })
+const platformEnv = { PORT: String(platformPort), TERMINAL_PORT: String(bridge.port), TERMINAL_TICKET_SECRET: TICKET_SECRET, SESSION_SECRET, PLATFORM_ORIGINS: ORIGIN }
+let platform: RunningProcess = await startPlatform({ dataDir, env: platformEnv })
+t.teardown(async () => {
+  await platform.stop()
+  await bridge.stop()
+})
+const base = `http://127.0.0.1:${platformPort}`
+
+async function signIn(name: string, register = true): Promise<Client> {
+  const client = new Client(base, ORIGIN)
+  const res = await client.post(register ? '/api/auth/register' : '/api/auth/login', { username: name, password: 'correct horse battery' })
+  if (res.status !== 200) throw new Error(`sign-in ${name}: ${res.status} ${await res.text()}`)
+  return client
+}
+
+/** A developer's terminal opened with a ticket `client` got from the platform, its shell running. */
+async function openTerminal(client: Client): Promise<{ term: TermClient; pid: number }> {
+  const { ticket } = (await (await client.post('/dev/terminal/ticket')).json()) as { ticket: string }
+  const term = await connect(bridge.port, { ticket })
+  term.send({ type: 'create' })
+  const pid = (await term.frame('created')).pid as number
+  return { term, pid }
+}
+
+const accessChecks = (): number => platform.logs.filter((l) => l.event === 'http.request' && l.path === '/dev/terminal/access' && l.status === 200).length
+
+t.test('a revoked role ends an open terminal within the interval: 1008 with the reason, the shell ended, logged', async (t) => {
+  const dev = await signIn('access_revoked')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_revoked', 'developer')
+  const { term, pid } = await openTerminal(dev)
+  const before = accessChecks()
+  await sleep(3.5 * CHECK_S * 1000)
+  t.ok(accessChecks() >= before + 2, `checked while the role held (${accessChecks() - before} checks)`)
+  t.equal(term.closed, null, 'and left open')
+  t.match(await term.run('echo still-here'), /^still-here/)
+  await runUsersOk({ DATA_DIR: dataDir }, 'revoke', 'access_revoked', 'developer')
+  const started = Date.now()
+  t.same(await term.whenClosed(5_000), { code: 1008, reason: 'access ended: developer access revoked' })
+  t.ok(Date.now() - started < 2 * CHECK_S * 1000 + 1_000, `closed ${Date.now() - started} ms after the revoke`)
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50)
+  t.notOk(alive(pid), 'the shell was ended')
+  t.match(bridge.logs.filter((l) => l.event === 'terminal.access_ended'), [{ event: 'terminal.access_ended', user: 'access_revoked', reason: 'developer access revoked' }])
+  t.ok(bridge.logs.some((l) => l.event === 'terminal.session' && l.user === 'access_revoked' && l.pid === pid), 'its session line')
+  await expectError(t, await dev.post('/dev/terminal/ticket'), 403, 'FORBIDDEN', 'and no new ticket')
+})
+
+t.test('a logout ends the terminals opened in that session, not those of another session of the same user', async (t) => {
+  const laptop = await signIn('access_logout')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_logout', 'developer')
+  const desktop = await signIn('access_logout', false)
+  const leaving = await openTerminal(laptop)
+  const staying = await openTerminal(desktop)
+  // The cookie moves on to refreshed tokens of the session; the ticket keeps the one it was minted with.
+  t.equal((await laptop.get('/api/auth/backend-token')).status, 200)
+  t.equal((await laptop.post('/api/auth/logout')).status, 200)
+  t.same(await leaving.term.whenClosed(2 * CHECK_S * 1000 + 2_000), { code: 1008, reason: 'access ended: signed out' })
+  for (let i = 0; i < 100 && alive(leaving.pid); i++) await sleep(50)
+  t.notOk(alive(leaving.pid), 'its shell was ended')
+  await sleep(2.5 * CHECK_S * 1000)
+  t.equal(staying.term.closed, null, "the other session's terminal stays open")
+  t.match(await staying.term.run('echo other-session'), /^other-session/)
+  staying.term.ws.close()
+  await staying.term.whenClosed()
+})
+
+t.test('a platform that cannot be reached leaves every terminal open, logged once, and its answers count again once it is back', async (t) => {
+  const dev = await signIn('access_outage')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_outage', 'developer')
+  const { term } = await openTerminal(dev)
+  await platform.stop()
+  const failures = (): number => bridge.logs.filter((l) => l.event === 'terminal.access_check_failed').length
+  const before = failures()
+  await sleep(3.5 * CHECK_S * 1000)
+  t.equal(failures(), before + 1, 'one line for the outage, not one per check')
+  t.equal(term.closed, null, 'the terminal stays open')
+  t.match(await term.run('echo through-the-outage'), /^through-the-outage/)
+  t.match(bridge.logs.filter((l) => l.event === 'terminal.access_check_failed').at(-1), { error: /ECONNREFUSED/ })
+  platform = await startPlatform({ dataDir, env: platformEnv })
+  const restored = (): boolean => bridge.logs.some((l) => l.event === 'terminal.access_check_restored')
+  for (let i = 0; i < 100 && !restored(); i++) await sleep(50)
+  t.ok(restored(), 'the bridge says the platform answers again')
+  t.equal(term.closed, null, 'and the terminal is still open')
+  await runUsersOk({ DATA_DIR: dataDir }, 'revoke', 'access_outage', 'developer')
+  t.same(await term.whenClosed(2 * CHECK_S * 1000 + 2_000), { code: 1008, reason: 'access ended: developer access revoked' }, 'a revoke after the outage ends it')
+})
+
+t.test('POST /dev/terminal/access answers only the bridge, only about tickets this platform signed', async (t) => {
+  const dev = await signIn('access_route')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_route', 'developer')
+  const { ticket } = (await (await dev.post('/dev/terminal/ticket')).json()) as { ticket: string }
+  const bearer = { authorization: `Bearer ${bridgeCredential([TICKET_SECRET])}` }
+  const ask = (body: unknown, headers: Record<string, string> = bearer): Promise<Response> => new Client(base).post('/dev/terminal/access', body, headers)
+
+  const admitted = await ask({ ticket })
+  t.equal(admitted.status, 200)
+  t.equal(admitted.headers.get('cache-control'), 'no-store')
+  t.same(await admitted.json(), { success: true, admitted: true })
+
+  await expectError(t, await ask({ ticket }, {}), 403, 'FORBIDDEN', 'no credential')
+  await expectError(t, await ask({ ticket }, { authorization: `Bearer ${bridgeCredential(['another-ticket-secret-0123456789abcdef'])}` }), 403, 'FORBIDDEN', 'a credential of another secret')
+  await expectError(t, await ask({ ticket }, { authorization: `Bearer ${ticket.split('.')[1]}` }), 403, 'FORBIDDEN', "the ticket's own mac")
+  await expectError(t, await dev.post('/dev/terminal/access', { ticket }), 403, 'FORBIDDEN', "the developer's own session")
+
+  await expectError(t, await ask({}), 400, 'VALIDATION_FAILED', 'no ticket')
+  await expectError(t, await ask(`{"ticket":${JSON.stringify(ticket)},"__proto__":{"admitted":true}}`), 400, 'VALIDATION_FAILED', 'more than the ticket')
+  await expectError(t, await ask({ ticket: 42 }), 400, 'VALIDATION_FAILED', 'a number')
+  await expectError(t, await ask('{"ticket":'), 400, 'INVALID_JSON', 'not JSON')
+  await expectError(t, await ask({ ticket: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE', 'oversize')
+  const forged = mintTicket(['another-ticket-secret-0123456789abcdef'], { id: 'u', username: 'access_route' }, 'c2Vzc2lvbg', Date.now()).ticket
+  const refused = await expectError(t, await ask({ ticket: forged }), 400, 'VALIDATION_FAILED', 'a ticket of another secret')
+  t.same(refused.details, [{ path: '/ticket', message: 'must be a ticket this platform signed' }])
+  await expectError(t, await ask({ ticket: `${ticket}x` }), 400, 'VALIDATION_FAILED', 'a ticket altered')
+  t.equal((await new Client(base).get('/dev/terminal/access', bearer)).status, 405, 'GET')
+
+  // Signed with the secret, but the session sealed in it is another user's, or none that opens.
+  const keys = sealKeys([SESSION_SECRET])
+  const state = unseal(dev.cookies.get('playfield_session')!, keys, Date.now())!
+  const user = { id: state.uid, username: 'access_route' }
+  const swapped = mintTicket([TICKET_SECRET], user, sealReference({ uid: 'someone-else', rt: state.rt }, keys), Date.now()).ticket
+  t.same(await (await ask({ ticket: swapped })).json(), { success: true, admitted: false, reason: 'signed out' }, 'a reference naming another user')
+  const garbage = mintTicket([TICKET_SECRET], user, 'bm90LXNlYWxlZA', Date.now()).ticket
+  t.same(await (await ask({ ticket: garbage })).json(), { success: true, admitted: false, reason: 'signed out' }, 'a reference that does not open')
+  // A ticket is good for a minute at the bridge; the terminal it opened may stay for days.
+  const old = mintTicket([TICKET_SECRET], user, sealReference({ uid: state.uid, rt: state.rt }, keys), Date.now() - 7_200_000).ticket
+  t.same(await (await ask({ ticket: old })).json(), { success: true, admitted: true }, 'a ticket expired two hours ago, its session and role still good')
+})

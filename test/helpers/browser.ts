@@ -60,7 +60,8 @@ export async function startBrowserStack(): Promise<BrowserStack> {
 export async function ownPair(t: Test, stack: BrowserStack, bridgeEnv: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<{ at: string; bridge: RunningProcess; platform: RunningProcess }> {
   const port = await freePort()
   const at = `http://127.0.0.1:${port}`
-  const bridge = await startBridge({ DATA_DIR: stack.dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: at, ...bridgeEnv }, wrapper)
+  // PORT: where the bridge finds its platform when `bridgeEnv` turns access checks on.
+  const bridge = await startBridge({ DATA_DIR: stack.dataDir, TERMINAL_TICKET_SECRET: undefined, PLATFORM_ORIGINS: at, PORT: String(port), ...bridgeEnv }, wrapper)
   t.teardown(() => bridge.stop())
   const platform = await startPlatform({ dataDir: stack.dataDir, env: { PORT: String(port), PLATFORM_ORIGINS: at, TERMINAL_PORT: String(bridge.port) } })
   t.teardown(() => platform.stop())

@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import path from 'node:path'
 import { listen } from '../lib/http/listen.js'
+import { bridgeCredential } from '../lib/ticket.js'
 import { Client, ROOT, runUsers, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
 import { startFakeNakama } from './fake-nakama/server.js'
@@ -259,6 +260,29 @@ t.test('bin/platform users grant works on Nakama at once (exact names)', async (
   t.equal(granted.code, 0, granted.stdout + granted.stderr)
   t.same((await json(await on(b, client).get('/api/auth/session'))).user, { id, username: name('Dev'), roles: ['developer'] })
   t.not((await users('grant', name('dev'), 'developer')).code, 0, 'Nakama names are exact: another case is another (unknown) user')
+})
+
+t.test("on Nakama too, an open terminal's ticket is admitted until its session logs out or its role is revoked", async (t) => {
+  const secret = randomBytes(32).toString('hex')
+  const p = await startPlatform({ env: { ...env, TERMINAL_TICKET_SECRET: secret } })
+  t.teardown(() => p.stop())
+  const users = (...args: string[]) => usersCommand(env, ...args)
+  const ask = async (ticket: string) =>
+    json(await new Client(p.url).post('/dev/terminal/access', { ticket }, { authorization: `Bearer ${bridgeCredential([secret])}` }))
+  const ticketOf = async (client: Client) => (await json(await client.post('/dev/terminal/ticket'))).ticket as string
+  const leaving = await register(p, name('AccessOut'))
+  const revoked = await register(p, name('AccessRole'))
+  for (const who of [name('AccessOut'), name('AccessRole')]) t.equal((await users('grant', who, 'developer')).code, 0)
+  const outTicket = await ticketOf(leaving.client)
+  const roleTicket = await ticketOf(revoked.client)
+  t.same(await ask(outTicket), { success: true, admitted: true })
+  t.same(await ask(roleTicket), { success: true, admitted: true })
+  // A refresh replaces the cookie's refresh token; the ticket keeps the one it was minted with.
+  t.equal((await leaving.client.get('/api/auth/backend-token')).status, 200)
+  t.equal((await leaving.client.post('/api/auth/logout')).status, 200)
+  t.same(await ask(outTicket), { success: true, admitted: false, reason: 'signed out' })
+  t.equal((await users('revoke', name('AccessRole'), 'developer')).code, 0)
+  t.same(await ask(roleTicket), { success: true, admitted: false, reason: 'developer access revoked' })
 })
 
 t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {

@@ -75,7 +75,7 @@ export interface BridgeConfig {
   maxConn: number
   user: string | null
   shell: string
-  /** Where the platform answers POST /dev/terminal/access (from HOST and PORT); null when PORT is 0. */
+  /** Where the platform answers POST /dev/terminal/access (from HOST and PORT); null when they name none (platformUrl). */
   platformUrl: string | null
   /** TERMINAL_ACCESS_CHECK_S in ms: how often each open terminal's access is checked again; 0 never. */
   accessCheckMs: number

@@ -94,6 +94,27 @@ export function isBridgeCredential(keys: string[], credential: string): boolean 
   return signedByOneOf(keys, BRIDGE_CREDENTIAL_TEXT, credential)
 }
 
+/** The answers a proof covers: still admitted, or access ended and why (never taken for one another). */
+export const ACCESS_ADMITTED = 'admitted'
+export const accessEnded = (reason: string): string => `ended: ${reason}`
+
+/** What the platform's proof of an access answer signs: the bridge's fresh challenge and the answer. */
+const answerText = (challenge: string, answer: string): string => `playfield terminal access answer v1\n${challenge}\n${answer}`
+
+/**
+ * The platform's proof of its answer (ACCESS_ADMITTED, or `accessEnded(reason)`) to the bridge's
+ * `challenge`: what listens on the platform's port while the platform is down (any account may
+ * take a free port) cannot answer for it, so it cannot end the developers' terminals.
+ */
+export function accessProof(keys: string[], challenge: string, answer: string): string {
+  return sign(keys[0]!, answerText(challenge, answer)).toString('base64url')
+}
+
+/** Whether `proof` is the platform's for this challenge and answer, under one of `keys`. */
+export function isAccessProof(keys: string[], challenge: string, answer: string, proof: string): boolean {
+  return signedByOneOf(keys, answerText(challenge, answer), proof)
+}
+
 /**
  * The nonces of tickets already used, each kept until its ticket would have expired anyway: on the
  * wall clock, and for a ticket's whole life on the monotonic one too, so that a clock stepped

@@ -1,6 +1,7 @@
+import http from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { bridgeCredential, mintTicket } from '../lib/ticket.js'
+import { ACCESS_ADMITTED, accessEnded, accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
@@ -108,26 +109,40 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   const { ticket } = (await (await dev.post('/dev/terminal/ticket')).json()) as { ticket: string }
   const bearer = { authorization: `Bearer ${bridgeCredential([TICKET_SECRET])}` }
   const ask = (body: unknown, headers: Record<string, string> = bearer): Promise<Response> => new Client(base).post('/dev/terminal/access', body, headers)
+  const challenge = 'a-fresh-challenge-0123456789'
+  /** The answer about `ticket`, its proof checked (the bridge's check) and left out. */
+  const answerFor = async (ticket: string): Promise<Record<string, unknown>> => {
+    const { proof, ...answer } = (await (await ask({ ticket, challenge })).json()) as Record<string, unknown>
+    const proved = answer.admitted === true ? ACCESS_ADMITTED : accessEnded(String(answer.reason))
+    t.ok(isAccessProof([TICKET_SECRET], challenge, proved, String(proof)), `the proof of ${JSON.stringify(answer)}`)
+    return answer
+  }
 
-  const admitted = await ask({ ticket })
+  const admitted = await ask({ ticket, challenge })
   t.equal(admitted.status, 200)
   t.equal(admitted.headers.get('cache-control'), 'no-store')
-  t.same(await admitted.json(), { success: true, admitted: true })
+  const body = (await admitted.json()) as { proof: string }
+  t.same(body, { success: true, admitted: true, proof: accessProof([TICKET_SECRET], challenge, ACCESS_ADMITTED) }, "with the proof over the bridge's challenge")
+  t.notOk(isAccessProof([TICKET_SECRET], 'another-challenge-0123456789', ACCESS_ADMITTED, body.proof), 'which proves nothing for another challenge')
+  t.notOk(isAccessProof([TICKET_SECRET], challenge, accessEnded('signed out'), body.proof), 'nor another answer')
 
-  await expectError(t, await ask({ ticket }, {}), 403, 'FORBIDDEN', 'no credential')
-  await expectError(t, await ask({ ticket }, { authorization: `Bearer ${bridgeCredential(['another-ticket-secret-0123456789abcdef'])}` }), 403, 'FORBIDDEN', 'a credential of another secret')
-  await expectError(t, await ask({ ticket }, { authorization: `Bearer ${ticket.split('.')[1]}` }), 403, 'FORBIDDEN', "the ticket's own mac")
+  await expectError(t, await ask({ ticket, challenge }, {}), 403, 'FORBIDDEN', 'no credential')
+  await expectError(t, await ask({ ticket, challenge }, { authorization: `Bearer ${bridgeCredential(['another-ticket-secret-0123456789abcdef'])}` }), 403, 'FORBIDDEN', 'a credential of another secret')
+  await expectError(t, await ask({ ticket, challenge }, { authorization: `Bearer ${ticket.split('.')[1]}` }), 403, 'FORBIDDEN', "the ticket's own mac")
   await expectError(t, await dev.post('/dev/terminal/access', { ticket }), 403, 'FORBIDDEN', "the developer's own session")
 
-  await expectError(t, await ask({}), 400, 'VALIDATION_FAILED', 'no ticket')
-  await expectError(t, await ask(`{"ticket":${JSON.stringify(ticket)},"__proto__":{"admitted":true}}`), 400, 'VALIDATION_FAILED', 'more than the ticket')
-  await expectError(t, await ask({ ticket: 42 }), 400, 'VALIDATION_FAILED', 'a number')
+  await expectError(t, await ask({ challenge }), 400, 'VALIDATION_FAILED', 'no ticket')
+  await expectError(t, await ask({ ticket }), 400, 'VALIDATION_FAILED', 'no challenge')
+  await expectError(t, await ask({ ticket, challenge: 'short' }), 400, 'VALIDATION_FAILED', 'a challenge too short')
+  await expectError(t, await ask({ ticket, challenge: `${challenge}\n` }), 400, 'VALIDATION_FAILED', 'a challenge with a line break')
+  await expectError(t, await ask(`{"ticket":${JSON.stringify(ticket)},"challenge":"${challenge}","__proto__":{"admitted":true}}`), 400, 'VALIDATION_FAILED', 'more than the ticket and challenge')
+  await expectError(t, await ask({ ticket: 42, challenge }), 400, 'VALIDATION_FAILED', 'a number')
   await expectError(t, await ask('{"ticket":'), 400, 'INVALID_JSON', 'not JSON')
-  await expectError(t, await ask({ ticket: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE', 'oversize')
+  await expectError(t, await ask({ ticket: 'x'.repeat(70_000), challenge }), 413, 'PAYLOAD_TOO_LARGE', 'oversize')
   const forged = mintTicket(['another-ticket-secret-0123456789abcdef'], { id: 'u', username: 'access_route' }, 'c2Vzc2lvbg', Date.now()).ticket
-  const refused = await expectError(t, await ask({ ticket: forged }), 400, 'VALIDATION_FAILED', 'a ticket of another secret')
+  const refused = await expectError(t, await ask({ ticket: forged, challenge }), 400, 'VALIDATION_FAILED', 'a ticket of another secret')
   t.same(refused.details, [{ path: '/ticket', message: 'must be a ticket this platform signed' }])
-  await expectError(t, await ask({ ticket: `${ticket}x` }), 400, 'VALIDATION_FAILED', 'a ticket altered')
+  await expectError(t, await ask({ ticket: `${ticket}x`, challenge }), 400, 'VALIDATION_FAILED', 'a ticket altered')
   t.equal((await new Client(base).get('/dev/terminal/access', bearer)).status, 405, 'GET')
 
   // Signed with the secret, but the session sealed in it is another user's, or none that opens.
@@ -135,10 +150,54 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   const state = unseal(dev.cookies.get('playfield_session')!, keys, Date.now())!
   const user = { id: state.uid, username: 'access_route' }
   const swapped = mintTicket([TICKET_SECRET], user, sealReference({ uid: 'someone-else', rt: state.rt }, keys), Date.now()).ticket
-  t.same(await (await ask({ ticket: swapped })).json(), { success: true, admitted: false, reason: 'signed out' }, 'a reference naming another user')
+  t.same(await answerFor(swapped), { success: true, admitted: false, reason: 'signed out' }, 'a reference naming another user')
   const garbage = mintTicket([TICKET_SECRET], user, 'bm90LXNlYWxlZA', Date.now()).ticket
-  t.same(await (await ask({ ticket: garbage })).json(), { success: true, admitted: false, reason: 'signed out' }, 'a reference that does not open')
+  t.same(await answerFor(garbage), { success: true, admitted: false, reason: 'signed out' }, 'a reference that does not open')
   // A ticket is good for a minute at the bridge; the terminal it opened may stay for days.
   const old = mintTicket([TICKET_SECRET], user, sealReference({ uid: state.uid, rt: state.rt }, keys), Date.now() - 7_200_000).ticket
-  t.same(await (await ask({ ticket: old })).json(), { success: true, admitted: true }, 'a ticket expired two hours ago, its session and role still good')
+  t.same(await answerFor(old), { success: true, admitted: true }, 'a ticket expired two hours ago, its session and role still good')
+})
+
+t.test("an answer without the platform's proof ends nothing: what takes the platform's port while it is down cannot close terminals", async (t) => {
+  // Any account may listen on a free port, a developer's shell included.
+  const port = await freePort()
+  let answer: (challenge: string) => unknown = () => ({ success: true, admitted: false, reason: 'signed out' })
+  const challenges: string[] = []
+  const squatter = http.createServer((req, res) => {
+    let text = ''
+    req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
+    req.on('end', () => {
+      const { challenge } = JSON.parse(text) as { challenge: string }
+      challenges.push(challenge)
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(challenge)))
+    })
+  })
+  await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve))
+  t.teardown(() => squatter.close())
+  const own = await startBridge({ PORT: String(port), TERMINAL_ACCESS_CHECK_S: String(CHECK_S) })
+  t.teardown(() => own.stop())
+  const term = await connect(own.port)
+  term.send({ type: 'create' })
+  await term.frame('created')
+  const failures = (): Record<string, unknown>[] => own.logs.filter((l) => l.event === 'terminal.access_check_failed')
+  const signedOut = accessEnded('signed out')
+  const forgeries: [string, (challenge: string) => unknown][] = [
+    ['no proof', () => ({ success: true, admitted: false, reason: 'signed out' })],
+    ['a proof under another secret', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof(['another-ticket-secret-0123456789abcdef'], c, signedOut) })],
+    ['a genuine proof over an earlier challenge', () => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], challenges[0]!, signedOut) })],
+    ['the proof of "admitted" with "signed out"', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, ACCESS_ADMITTED) })],
+  ]
+  for (const [what, forged] of forgeries) {
+    answer = forged
+    const asked = challenges.length
+    await until(() => challenges.length >= asked + 2, WAIT_MS, `two checks answered with ${what}`)
+    t.equal(term.closed, null, `${what}: the terminal stays open`)
+  }
+  t.equal(new Set(challenges).size, challenges.length, 'each check with a challenge of its own')
+  t.equal(failures().length, 1, 'logged once')
+  t.match(failures()[0], { error: /without an access answer the platform proved/ })
+  t.match(await term.run('echo still-open'), /^still-open/)
+  // The same answer with the platform's proof over the check's own challenge: it counts.
+  answer = (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, signedOut) })
+  t.same(await term.whenClosed(WAIT_MS), { code: 1008, reason: 'access ended: signed out' })
 })

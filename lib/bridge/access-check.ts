@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { WebSocket } from 'ws'
 import { messageOf } from '../log.js'
+import { ACCESS_ADMITTED, accessEnded, bridgeCredential, isAccessProof } from '../ticket.js'
 
 /** How long the platform gets to answer one check before it counts as failed. */
 const CHECK_TIMEOUT_MS = 5_000
@@ -23,8 +25,8 @@ interface AccessCheckOptions {
   url: string | null
   /** Between two checks of one connection; 0: no checks. */
   intervalMs: number
-  /** The bridge's bearer credential (bridgeCredential). */
-  credential: string
+  /** TERMINAL_TICKET_SECRET's keys: the bridge's credential, and the check of the platform's proofs. */
+  keys: string[]
   log: (entry: Record<string, unknown>) => void
   /** The platform said the connection's access has ended, and why (a short phrase). */
   ended: (ws: WebSocket, reason: string) => void
@@ -34,13 +36,14 @@ interface AccessCheckOptions {
  * Ask the platform, for each open terminal every `intervalMs`, whether its user would still be let
  * in (POST /dev/terminal/access with the ticket it opened with): a logout of the session the
  * ticket was minted in, or a role revoked, ends the terminal within an interval. Only the
- * platform's answer "no" ends one. A platform that cannot be reached, or answers anything else,
- * leaves every terminal open (a restart of the platform must not end the developers' shells),
- * and is logged once until it answers again.
+ * platform's answer "no", with its proof over a fresh challenge, ends one. A platform that cannot
+ * be reached, or answers anything else, leaves every terminal open (a restart of the platform must
+ * not end the developers' shells), and is logged once until it answers again.
  */
-export function startAccessChecks({ url, intervalMs, credential, log, ended }: AccessCheckOptions): AccessChecks {
+export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessCheckOptions): AccessChecks {
   if (url === null || intervalMs === 0) return { watch() {}, stop() {} }
   const target = new URL('/dev/terminal/access', url)
+  const credential = bridgeCredential(keys)
   const timers = new Set<NodeJS.Timeout>()
   const requests = new Set<http.ClientRequest>()
   let failing = false
@@ -59,7 +62,8 @@ export function startAccessChecks({ url, intervalMs, credential, log, ended }: A
 
   const ask = (ticket: string): Promise<Access> =>
     new Promise((resolve, reject) => {
-      const body = JSON.stringify({ ticket })
+      const challenge = randomBytes(18).toString('base64url')
+      const body = JSON.stringify({ ticket, challenge })
       const req = http.request(target, {
         method: 'POST',
         timeout: CHECK_TIMEOUT_MS,
@@ -79,9 +83,9 @@ export function startAccessChecks({ url, intervalMs, credential, log, ended }: A
         })
         res.once('error', reject)
         res.once('end', () => {
-          const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8')) : null
+          const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8'), keys, challenge) : null
           if (access) resolve(access)
-          else reject(new Error(`POST ${target.pathname} answered ${res.statusCode}${res.statusCode === 200 ? ' without an access answer' : ''}`))
+          else reject(new Error(`POST ${target.pathname} answered ${res.statusCode}${res.statusCode === 200 ? ' without an access answer the platform proved' : ''}`))
         })
       })
       req.end(body)
@@ -118,8 +122,11 @@ export function startAccessChecks({ url, intervalMs, credential, log, ended }: A
   }
 }
 
-/** The platform's answer, or null when the body is not one: `reason` kept to a close frame's printable phrase. */
-function accessOf(text: string): Access | null {
+/**
+ * The platform's answer, or null when the body is not one or its proof is not the platform's for
+ * this challenge: `reason` kept to a close frame's printable phrase.
+ */
+function accessOf(text: string, keys: string[], challenge: string): Access | null {
   let body: unknown
   try {
     body = JSON.parse(text)
@@ -127,9 +134,10 @@ function accessOf(text: string): Access | null {
     return null
   }
   if (typeof body !== 'object' || body === null) return null
-  const { success, admitted, reason } = body as Record<string, unknown>
-  if (success !== true || typeof admitted !== 'boolean') return null
-  if (admitted) return { admitted }
-  const phrase = typeof reason === 'string' ? reason.replace(/[^\x20-\x7e]/g, '').slice(0, 80) : ''
-  return { admitted, reason: phrase || 'access revoked' }
+  const { success, admitted, reason, proof } = body as Record<string, unknown>
+  const answer = admitted === true && reason === undefined ? ACCESS_ADMITTED : admitted === false && typeof reason === 'string' ? accessEnded(reason) : null
+  if (success !== true || answer === null || typeof proof !== 'string' || !isAccessProof(keys, challenge, answer, proof)) return null
+  if (admitted) return { admitted: true }
+  const phrase = (reason as string).replace(/[^\x20-\x7e]/g, '').slice(0, 80)
+  return { admitted: false, reason: phrase || 'access revoked' }
 }

@@ -8,7 +8,7 @@ import { SLOW_CLIENT_LIMITS } from '../http/slow-clients.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
-import { bridgeCredential, SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
+import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import { startAccessChecks } from './access-check.js'
 import type { ShellAccount } from './account.js'
 import { serveConnection, sessionLine } from './connection.js'
@@ -92,7 +92,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog }: B
   const access = startAccessChecks({
     url: config.platformUrl,
     intervalMs: config.accessCheckMs,
-    credential: bridgeCredential(ticketKeys),
+    keys: ticketKeys,
     log,
     ended(ws, reason) {
       ws.close(CLOSE_POLICY, `access ended: ${reason}`)

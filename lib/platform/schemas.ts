@@ -80,5 +80,13 @@ export const LeaderboardQuery = Compile(
   }),
 )
 
-/** `POST /dev/terminal/access`: the ticket an open terminal was admitted with, nothing else. */
-export const AccessBody = Compile(Type.Object({ ticket: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false }))
+/** `POST /dev/terminal/access`: the ticket an open terminal was admitted with, and the bridge's fresh challenge for the answer's proof. */
+export const AccessBody = Compile(
+  Type.Object(
+    {
+      ticket: Type.String({ minLength: 1, maxLength: 4096 }),
+      challenge: Type.String({ pattern: '^[A-Za-z0-9_-]{16,64}$', description: '16-64 base64url characters' }),
+    },
+    { additionalProperties: false },
+  ),
+)

@@ -5,7 +5,7 @@ import { noSession } from '../backend/refusals.js'
 import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
-import { isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
+import { ACCESS_ADMITTED, accessEnded, accessProof, isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
 import type { App } from './app.js'
 import { admitUser, checkDevGate } from './dev-gate.js'
 import { AccessBody } from './schemas.js'
@@ -38,17 +38,20 @@ export function terminalRoutes(router: Router, app: App): void {
   // The bridge asks, for each open terminal every TERMINAL_ACCESS_CHECK_S, whether its user would
   // still get the ticket it opened with: the session it was minted in still active (not logged
   // out), and the gate still open to the user (a role revoked, DEV_ACCESS_USERS changed). Only the
-  // bridge may ask: its credential is derived from the ticket secret.
+  // bridge may ask: its credential is derived from the ticket secret; and the answer carries a
+  // proof over the bridge's challenge under the same secret, which only this platform can give.
   router.add('POST', '/dev/terminal/access', async (ctx) => {
     const bearer = /^Bearer ([A-Za-z0-9_-]{1,100})$/.exec(ctx.req.headers.authorization ?? '')?.[1]
     if (!bearer || !isBridgeCredential(ticketKeys, bearer)) throw new HttpError(403, 'FORBIDDEN', 'the terminal bridge\'s credential is required')
-    const claims = readTicket(ticketKeys, (await readBody(ctx.req, AccessBody)).ticket)
+    const { ticket, challenge } = await readBody(ctx.req, AccessBody)
+    const claims = readTicket(ticketKeys, ticket)
     if (!claims) throw invalidField('/ticket', 'not a ticket this platform signed', 'must be a ticket this platform signed')
     // Short reasons: the bridge closes the connection with one (a close reason holds 123 bytes).
     const reason = !(await app.auth.referenceActive(claims.session, claims.userId)) ? 'signed out'
       : !(await admitUser(app, { id: claims.userId, username: claims.username })).admitted ? 'developer access revoked'
       : null
-    json(ctx.res, 200, reason ? { success: true, admitted: false, reason } : { success: true, admitted: true }, NO_STORE)
+    const proof = accessProof(ticketKeys, challenge, reason === null ? ACCESS_ADMITTED : accessEnded(reason))
+    json(ctx.res, 200, reason ? { success: true, admitted: false, reason, proof } : { success: true, admitted: true, proof }, NO_STORE)
   })
 
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {

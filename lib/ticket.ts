@@ -20,7 +20,7 @@ export interface TicketClaims {
   session: string
 }
 
-/** The longest ticket taken: a sealed session holds a refresh token, and Nakama's carry the account's vars. */
+/** The longest ticket taken: its sealed session holds a refresh token (as the cookie, under 4096 characters, does). */
 const MAX_TICKET_CHARS = 4096
 
 const Claims = Compile(
@@ -65,7 +65,7 @@ export function verifyTicket(keys: string[], ticket: string, now: number): Ticke
 
 /**
  * The claims of a ticket whose signature matches one of `keys`, expired or not; null otherwise.
- * The platform reads the ticket of an open terminal so when the bridge asks whether it may stay open.
+ * The platform reads an open terminal's ticket with it when the bridge asks whether the terminal may stay open.
  */
 export function readTicket(keys: string[], ticket: string): TicketClaims | null {
   if (ticket.length > MAX_TICKET_CHARS) return null

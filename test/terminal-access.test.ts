@@ -56,8 +56,11 @@ t.test('a revoked role ends an open terminal within the interval: 1008 with the 
   t.same(await term.whenClosed(WAIT_MS), { code: 1008, reason: 'access ended: developer access revoked' })
   await until(() => !alive(pid), WAIT_MS, 'the shell to end')
   t.notOk(alive(pid), 'the shell was ended')
+  // The bridge's log lines reach this process through a pipe, a moment after the close.
+  const sessionLine = (): boolean => bridge.logs.some((l) => l.event === 'terminal.session' && l.user === 'access_revoked' && l.pid === pid)
+  await until(sessionLine, WAIT_MS, 'its session line')
+  t.ok(sessionLine(), 'its session line')
   t.match(bridge.logs.filter((l) => l.event === 'terminal.access_ended'), [{ event: 'terminal.access_ended', user: 'access_revoked', reason: 'developer access revoked' }])
-  t.ok(bridge.logs.some((l) => l.event === 'terminal.session' && l.user === 'access_revoked' && l.pid === pid), 'its session line')
   await expectError(t, await dev.post('/dev/terminal/ticket'), 403, 'FORBIDDEN', 'and no new ticket')
 })
 

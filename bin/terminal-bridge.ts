@@ -37,7 +37,9 @@ async function main(): Promise<void> {
   dropPrivileges(account)
   checkShell(config.shell, account.username)
   if (root) checkHome(account.home, account.username)
-  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username })
+  // Where open terminals' access is checked, or null when it is not (TERMINAL_ACCESS_CHECK_S=0, or no platform port to ask).
+  const accessCheck = config.platformUrl !== null && config.accessCheckMs > 0 ? { platform: config.platformUrl, seconds: config.accessCheckMs / 1000 } : null
+  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username, accessCheck })
   // SIGHUP as SIGTERM: a bridge has nothing to reload, and the hang-up of the terminal that ran
   // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.
   onStop(() => {

@@ -143,6 +143,17 @@ t.test('the bridge listens on 127.0.0.1 when TERMINAL_HOST is unset: its bridge.
   t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { host: '127.0.0.1', port: bridge.port }, 'the default host, loopback')
 })
 
+t.test("the bridge's listening line says where it checks open terminals' access, or that it does not", async (t) => {
+  const checking = await startBridge({ TERMINAL_ACCESS_CHECK_S: '30', HOST: '0.0.0.0', PORT: '8080' })
+  t.teardown(() => checking.stop())
+  t.same(checking.logs.find((l) => l.event === 'bridge.listening')?.accessCheck, { platform: 'http://127.0.0.1:8080', seconds: 30 })
+  for (const env of [{ TERMINAL_ACCESS_CHECK_S: '0' }, { TERMINAL_ACCESS_CHECK_S: '30', PORT: '0' }]) {
+    const off = await startBridge(env)
+    t.equal(off.logs.find((l) => l.event === 'bridge.listening')?.accessCheck, null, JSON.stringify(env))
+    await off.stop()
+  }
+})
+
 t.test('the bridge asks the platform where HOST and PORT put it, every TERMINAL_ACCESS_CHECK_S (30 by default, 0 never)', async (t) => {
   const urls: [Record<string, string>, string | null][] = [
     [{}, 'http://127.0.0.1:3000'],

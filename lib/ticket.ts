@@ -21,7 +21,7 @@ export interface TicketClaims {
 }
 
 /** The longest ticket taken: its sealed session holds a refresh token (as the cookie, under 4096 characters, does). */
-const MAX_TICKET_CHARS = 4096
+export const MAX_TICKET_CHARS = 4096
 
 const Claims = Compile(
   Type.Object(
@@ -94,25 +94,25 @@ export function isBridgeCredential(keys: string[], credential: string): boolean 
   return signedByOneOf(keys, BRIDGE_CREDENTIAL_TEXT, credential)
 }
 
-/** The answers a proof covers: still admitted, or access ended and why (never taken for one another). */
-export const ACCESS_ADMITTED = 'admitted'
-export const accessEnded = (reason: string): string => `ended: ${reason}`
-
-/** What the platform's proof of an access answer signs: the bridge's fresh challenge and the answer. */
-const answerText = (challenge: string, answer: string): string => `playfield terminal access answer v1\n${challenge}\n${answer}`
+/**
+ * What the platform's proof of an access answer signs: the bridge's fresh challenge and the answer,
+ * `reason` null for "still admitted" (never taken for a reason, "admitted" included).
+ */
+const answerText = (challenge: string, reason: string | null): string =>
+  `playfield terminal access answer v1\n${challenge}\n${reason === null ? 'admitted' : `ended: ${reason}`}`
 
 /**
- * The platform's proof of its answer (ACCESS_ADMITTED, or `accessEnded(reason)`) to the bridge's
+ * The platform's proof of its answer (null: admitted; else the reason access ended) to the bridge's
  * `challenge`: what listens on the platform's port while the platform is down (any account may
  * take a free port) cannot answer for it, so it cannot end the developers' terminals.
  */
-export function accessProof(keys: string[], challenge: string, answer: string): string {
-  return sign(keys[0]!, answerText(challenge, answer)).toString('base64url')
+export function accessProof(keys: string[], challenge: string, reason: string | null): string {
+  return sign(keys[0]!, answerText(challenge, reason)).toString('base64url')
 }
 
 /** Whether `proof` is the platform's for this challenge and answer, under one of `keys`. */
-export function isAccessProof(keys: string[], challenge: string, answer: string, proof: string): boolean {
-  return signedByOneOf(keys, answerText(challenge, answer), proof)
+export function isAccessProof(keys: string[], challenge: string, reason: string | null, proof: string): boolean {
+  return signedByOneOf(keys, answerText(challenge, reason), proof)
 }
 
 /**

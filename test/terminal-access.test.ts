@@ -1,7 +1,7 @@
 import http from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { ACCESS_ADMITTED, accessEnded, accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
+import { accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
@@ -116,7 +116,7 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   /** The answer about `ticket`, its proof checked (the bridge's check) and left out. */
   const answerFor = async (ticket: string): Promise<Record<string, unknown>> => {
     const { proof, ...answer } = (await (await ask({ ticket, challenge })).json()) as Record<string, unknown>
-    const proved = answer.admitted === true ? ACCESS_ADMITTED : accessEnded(String(answer.reason))
+    const proved = answer.admitted === true ? null : String(answer.reason)
     t.ok(isAccessProof([TICKET_SECRET], challenge, proved, String(proof)), `the proof of ${JSON.stringify(answer)}`)
     return answer
   }
@@ -125,9 +125,9 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   t.equal(admitted.status, 200)
   t.equal(admitted.headers.get('cache-control'), 'no-store')
   const body = (await admitted.json()) as { proof: string }
-  t.same(body, { success: true, admitted: true, proof: accessProof([TICKET_SECRET], challenge, ACCESS_ADMITTED) }, "with the proof over the bridge's challenge")
-  t.notOk(isAccessProof([TICKET_SECRET], 'another-challenge-0123456789', ACCESS_ADMITTED, body.proof), 'which proves nothing for another challenge')
-  t.notOk(isAccessProof([TICKET_SECRET], challenge, accessEnded('signed out'), body.proof), 'nor another answer')
+  t.same(body, { success: true, admitted: true, proof: accessProof([TICKET_SECRET], challenge, null) }, "with the proof over the bridge's challenge")
+  t.notOk(isAccessProof([TICKET_SECRET], 'another-challenge-0123456789', null, body.proof), 'which proves nothing for another challenge')
+  t.notOk(isAccessProof([TICKET_SECRET], challenge, 'signed out', body.proof), 'nor another answer')
 
   await expectError(t, await ask({ ticket, challenge }, {}), 403, 'FORBIDDEN', 'no credential')
   await expectError(t, await ask({ ticket, challenge }, { authorization: `Bearer ${bridgeCredential(['another-ticket-secret-0123456789abcdef'])}` }), 403, 'FORBIDDEN', 'a credential of another secret')
@@ -183,12 +183,12 @@ t.test("an answer without the platform's proof ends nothing: what takes the plat
   term.send({ type: 'create' })
   await term.frame('created')
   const failures = (): Record<string, unknown>[] => own.logs.filter((l) => l.event === 'terminal.access_check_failed')
-  const signedOut = accessEnded('signed out')
+  const signedOut = 'signed out'
   const forgeries: [string, (challenge: string) => unknown][] = [
     ['no proof', () => ({ success: true, admitted: false, reason: 'signed out' })],
     ['a proof under another secret', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof(['another-ticket-secret-0123456789abcdef'], c, signedOut) })],
     ['a genuine proof over an earlier challenge', () => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], challenges[0]!, signedOut) })],
-    ['the proof of "admitted" with "signed out"', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, ACCESS_ADMITTED) })],
+    ['the proof of "admitted" with "signed out"', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, null) })],
   ]
   for (const [what, forged] of forgeries) {
     answer = forged

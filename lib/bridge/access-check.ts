@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { WebSocket } from 'ws'
 import { messageOf } from '../log.js'
-import { ACCESS_ADMITTED, accessEnded, bridgeCredential, isAccessProof } from '../ticket.js'
+import { bridgeCredential, isAccessProof } from '../ticket.js'
 
 /** How long the platform gets to answer one check before it counts as failed. */
 const CHECK_TIMEOUT_MS = 5_000
@@ -135,8 +135,9 @@ function accessOf(text: string, keys: string[], challenge: string): Access | nul
   }
   if (typeof body !== 'object' || body === null) return null
   const { success, admitted, reason, proof } = body as Record<string, unknown>
-  const answer = admitted === true && reason === undefined ? ACCESS_ADMITTED : admitted === false && typeof reason === 'string' ? accessEnded(reason) : null
-  if (success !== true || answer === null || typeof proof !== 'string' || !isAccessProof(keys, challenge, answer, proof)) return null
+  // The answer a proof covers: null for admitted, else the reason; undefined for neither shape.
+  const answer = admitted === true && reason === undefined ? null : admitted === false && typeof reason === 'string' ? reason : undefined
+  if (success !== true || answer === undefined || typeof proof !== 'string' || !isAccessProof(keys, challenge, answer, proof)) return null
   if (admitted) return { admitted: true }
   const phrase = (reason as string).replace(/[^\x20-\x7e]/g, '').slice(0, 80)
   return { admitted: false, reason: phrase || 'access revoked' }

@@ -1,4 +1,5 @@
 import { MAX_SCORE } from '../leaderboard.js'
+import { MAX_TICKET_CHARS } from '../ticket.js'
 import { Compile, Type } from '../typebox.js'
 
 // CONTRACT §3: 3-24 characters of A-Z a-z 0-9 _ -, starting with a letter or digit. ASCII only,
@@ -84,7 +85,7 @@ export const LeaderboardQuery = Compile(
 export const AccessBody = Compile(
   Type.Object(
     {
-      ticket: Type.String({ minLength: 1, maxLength: 4096 }),
+      ticket: Type.String({ minLength: 1, maxLength: MAX_TICKET_CHARS }),
       challenge: Type.String({ pattern: '^[A-Za-z0-9_-]{16,64}$', description: '16-64 base64url characters' }),
     },
     { additionalProperties: false },

@@ -5,7 +5,7 @@ import { noSession } from '../backend/refusals.js'
 import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
-import { ACCESS_ADMITTED, accessEnded, accessProof, isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
+import { accessProof, isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
 import type { App } from './app.js'
 import { admitUser, checkDevGate } from './dev-gate.js'
 import { AccessBody } from './schemas.js'
@@ -50,8 +50,8 @@ export function terminalRoutes(router: Router, app: App): void {
     const reason = !(await app.auth.referenceActive(claims.session, claims.userId)) ? 'signed out'
       : !(await admitUser(app, { id: claims.userId, username: claims.username })).admitted ? 'developer access revoked'
       : null
-    const proof = accessProof(ticketKeys, challenge, reason === null ? ACCESS_ADMITTED : accessEnded(reason))
-    json(ctx.res, 200, reason ? { success: true, admitted: false, reason, proof } : { success: true, admitted: true, proof }, NO_STORE)
+    const proof = accessProof(ticketKeys, challenge, reason)
+    json(ctx.res, 200, reason === null ? { success: true, admitted: true, proof } : { success: true, admitted: false, reason, proof }, NO_STORE)
   })
 
   router.add('GET', '/dev/terminal/assets/:name', (ctx) => {

@@ -6,6 +6,7 @@ import { killEndingSessions } from '../lib/bridge/session-kill.js'
 import { listen } from '../lib/http/listen.js'
 import { loadSecret } from '../lib/secrets.js'
 import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
+import { setUpContainment } from '../lib/bridge/containment.js'
 import { createBridge } from '../lib/bridge/server.js'
 import { onStop } from '../lib/stop-signal.js'
 
@@ -26,7 +27,10 @@ async function main(): Promise<void> {
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, { readOnly: true })
   const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
-  const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine })
+  // A cgroup per terminal where the bridge may make them (its unit's, Delegate=yes); set up while
+  // still root, which hands the bridge's part of the tree to the shell account.
+  const containment = setUpContainment(account)
+  const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine, containment: containment.root !== null ? containment : null })
   const port = await listen(bridge.server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
     throw listenProblem(err, { hostVar: 'TERMINAL_HOST', host: config.host, portVar: 'TERMINAL_PORT', port: config.port, examples: '127.0.0.1 or ::1 (loopback only)' })
   })
@@ -39,7 +43,9 @@ async function main(): Promise<void> {
   if (root) checkHome(account.home, account.username)
   // Where open terminals' access is checked, or null when it is not (TERMINAL_ACCESS_CHECK_S=0, or no platform port to ask).
   const accessCheck = config.platformUrl !== null && config.accessCheckMs > 0 ? { platform: config.platformUrl, seconds: config.accessCheckMs / 1000 } : null
-  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username, accessCheck })
+  // Where each terminal's processes are grouped, so that ending it ends every one of them, or why they are not (then by session only).
+  const cgroups = containment.root !== null ? { cgroup: containment.root } : { cgroup: null, reason: containment.reason }
+  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username, accessCheck, containment: cgroups })
   // SIGHUP as SIGTERM: a bridge has nothing to reload, and the hang-up of the terminal that ran
   // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.
   onStop(() => {

@@ -1,11 +1,11 @@
 import t from 'tap'
 import { execSync, spawnSync } from 'node:child_process'
-import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { accessSync, chmodSync, chownSync, constants, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'
 import { ROOT, tempDir, startPlatform } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
-import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
+import { ORIGIN, SHELL_USER, TICKET_SECRET, alive, cgroupHierarchy, removeCgroupTree, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
 import {
   INSTALL_DIR, exposure, homeOf, localUnitText, parseUnit, serviceValue, timeSpanMs, unitEnvironment, unitLaunch,
   unitText, verifyUnit,
@@ -50,8 +50,9 @@ for (const name of UNITS) {
     const unit = parseUnit(unitText(name))
     const expect: Record<string, string> = {
       NoNewPrivileges: 'yes',
-      // The bridge starts as root only to switch to TERMINAL_USER, which takes these two.
-      CapabilityBoundingSet: name === 'playfield-terminal.service' ? 'CAP_SETUID CAP_SETGID' : '',
+      // The bridge starts as root only to switch to TERMINAL_USER, which takes the first two, and
+      // to hand that account its terminals' cgroups (CAP_CHOWN).
+      CapabilityBoundingSet: name === 'playfield-terminal.service' ? 'CAP_SETUID CAP_SETGID CAP_CHOWN' : '',
       AmbientCapabilities: '',
       ProtectSystem: 'strict',
       ProtectHome: 'yes',
@@ -60,7 +61,8 @@ for (const name of UNITS) {
       ProtectKernelTunables: 'yes',
       ProtectKernelModules: 'yes',
       ProtectKernelLogs: 'yes',
-      ProtectControlGroups: 'yes',
+      // The bridge's delegated cgroup tree (Delegate=yes) must be writable to it.
+      ProtectControlGroups: name === 'playfield-terminal.service' ? 'no' : 'yes',
       RestrictNamespaces: 'yes',
       RestrictRealtime: 'yes',
       RestrictSUIDSGID: 'yes',
@@ -95,6 +97,7 @@ t.test('playfield-terminal.service: starts as root to become the shell account, 
   t.equal(unitEnvironment(terminalUnit).TERMINAL_USER, 'playfield-shell', 'the account the bridge and its shells run as')
   t.equal(unitEnvironment(terminalUnit).SHELL, '/bin/bash', 'not the account\'s nologin')
   t.equal(serviceValue(terminalUnit, 'KillMode'), 'mixed')
+  t.equal(serviceValue(terminalUnit, 'Delegate'), 'yes', 'the unit\'s cgroup is the bridge\'s to divide among its terminals')
   // The bridge exits within 5 s of SIGTERM (CONTRACT section 6).
   t.ok(timeSpanMs(serviceValue(terminalUnit, 'TimeoutStopSec')!) > 5000)
   t.equal(serviceValue(terminalUnit, 'StateDirectory'), undefined, 'systemd would create it for root: Deploy creates the home')
@@ -180,8 +183,17 @@ t.test('the bridge runs as its unit starts it: as root it becomes the shell acco
   const account = ROOT_USER ? SHELL_USER : os.userInfo().username
   if (!ROOT_USER) t.comment(`not root: the bridge cannot start as the unit starts it, and runs as ${account}`)
   t.equal(launch.env.TERMINAL_USER, SHELL_USER)
+  // As systemd runs a unit with Delegate=yes: in a cgroup of its own, root's and 0755, which the
+  // bridge may divide with the unit's capabilities (no CAP_DAC_OVERRIDE).
+  const hierarchy = cgroupHierarchy()
+  const unitCgroup = 'why' in hierarchy ? null : path.join(hierarchy.path, `playfield-unit-test.${process.pid}`)
+  if (unitCgroup !== null) {
+    mkdirSync(unitCgroup)
+    chmodSync(unitCgroup, 0o755)
+    t.teardown(() => void removeCgroupTree(unitCgroup))
+  }
   const bridge = await startPlatform({
-    command: launch.command,
+    command: unitCgroup === null ? launch.command : ['/bin/sh', '-c', 'echo $$ >"$0/cgroup.procs" && exec "$@"', unitCgroup, ...launch.command],
     cwd: launch.cwd,
     readyEvent: 'bridge.listening',
     env: { ...launch.env, TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN },
@@ -202,6 +214,13 @@ t.test('the bridge runs as its unit starts it: as root it becomes the shell acco
   t.match(await term.run('pwd'), new RegExp(`^${ROOT_USER ? homeOf(SHELL_USER) : os.homedir()}\\r?\\n`), 'in its home')
   t.match(await term.run('touch ~/.unit-test && echo WROTE'), /^WROTE/, 'which it can write')
   t.match(await term.run('umask'), /^0077/, 'with the unit\'s umask')
+  // The unit's capabilities are enough for a cgroup per terminal.
+  const containment = bridge.logs.find((l) => l.event === 'bridge.listening')!.containment as { cgroup: string | null }
+  if (unitCgroup === null) t.equal(containment.cgroup, null, `no cgroups: ${'why' in hierarchy ? hierarchy.why : ''}`)
+  else t.equal(containment.cgroup, path.join(unitCgroup, `playfield-terminal.${bridge.child.pid}`), 'the bridge makes a cgroup per terminal')
+  // A job that left the shell's session and ignores SIGHUP: only the terminal's cgroup ends it.
+  const escaped = Number((await term.run(`setsid -f sh -c 'trap "" HUP; exec sleep 1040' </dev/null >/dev/null 2>&1; sleep 0.2; pgrep -u ${account} -x -f 'sleep 1040'`)).trim())
+  t.ok(escaped > 0, 'a job left the session')
 
   const stopped = Promise.race([
     bridge.stop(serviceValue(terminalUnit, 'KillSignal') as NodeJS.Signals),
@@ -210,6 +229,8 @@ t.test('the bridge runs as its unit starts it: as root it becomes the shell acco
   t.same((await term.whenClosed()).code, 1001, 'clients are told the bridge is going away')
   t.same(await stopped, { code: 0, signal: null }, 'exits 0 before systemd would SIGKILL the rest')
   t.throws(() => process.kill(created.pid as number, 0), { code: 'ESRCH' }, 'the shell is gone')
+  if (containment.cgroup !== null) t.notOk(alive(escaped), 'and so is the job that left its session (a zombie at most, for init to reap)')
+  else process.kill(escaped, 'SIGKILL')
   t.same(bridge.logs.filter((l) => 'raw' in l), [], 'every stdout line is a JSON object for the journal')
   t.match(bridge.logs.find((l) => l.event === 'terminal.session'), { user: 'dev', pid: created.pid })
 })

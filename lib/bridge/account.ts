@@ -79,7 +79,17 @@ export function dropPrivileges(account: ShellAccount): void {
  */
 const CLOSE_AND_EXEC = 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; unset PWD OLDPWD; exec /usr/bin/env -u SHLVL "$0" -l'
 
-/** The program and arguments that start `shell` as a login shell (of the bridge's own account). */
-export function shellCommand(shell: string): { file: string; args: string[] } {
-  return { file: '/bin/bash', args: ['--noprofile', '--norc', '-c', CLOSE_AND_EXEC, shell] }
+/**
+ * First of all, with a terminal cgroup ($1; containment.ts), the wrapper moves itself into it, so
+ * the shell and everything it starts are there from their first instruction. A wrapper that
+ * cannot (its cgroup gone: the terminal is being ended) does not start the shell: an uncontained
+ * shell would be one that `kill` and a close might not end.
+ */
+const ENTER_CGROUP = 'if [ -n "$1" ]; then printf "%s\\n" $$ >"$1/cgroup.procs" || { echo "playfield: the shell could not enter its cgroup $1" >&2; exit 126; }; fi; '
+
+/** The program and arguments that start `shell` as a login shell (of the bridge's own account), in `cgroup` when given. */
+export function shellCommand(shell: string, cgroup: string | null = null): { file: string; args: string[] } {
+  const args = ['--noprofile', '--norc', '-c', ENTER_CGROUP + CLOSE_AND_EXEC, shell]
+  if (cgroup !== null) args.push(cgroup)
+  return { file: '/bin/bash', args }
 }

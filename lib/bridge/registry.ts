@@ -1,4 +1,5 @@
 import type { ShellAccount } from './account.js'
+import { removeCgroup, type Containment } from './containment.js'
 import { Terminal, type TerminalEvents } from './terminal.js'
 
 /** The live PTYs of this bridge: spawn them, and end them all at shutdown. */
@@ -12,25 +13,35 @@ export class Registry {
   readonly #ending = new Set<Promise<void>>()
   readonly #account: ShellAccount
   readonly #shell: string
+  readonly #containment: Containment | null
   /** Set by disposeAll: the bridge is stopping, and no shell starts any more. */
   #closed = false
 
-  constructor(account: ShellAccount, shell: string) {
+  constructor(account: ShellAccount, shell: string, containment: Containment | null = null) {
     this.#account = account
     this.#shell = shell
+    this.#containment = containment
   }
 
-  /** Spawn a login shell; it leaves the registry when it exits or is disposed. */
+  /** Spawn a login shell, in a cgroup of its own with containment; it leaves the registry when it exits or is disposed. */
   spawn(cols: number, rows: number, events: TerminalEvents): Terminal {
     if (this.#closed) throw new Error('the bridge is stopping')
-    const terminal: Terminal = new Terminal(this.#account, this.#shell, cols, rows, {
-      output: events.output,
-      exit: (code, signal) => {
-        this.#terminals.delete(terminal)
-        this.#track(terminal.end())
-        events.exit(code, signal)
-      },
-    })
+    const cgroup = this.#containment ? this.#containment.create() : null
+    if (this.#containment && cgroup === null) throw new Error('no cgroup for the terminal')
+    let terminal: Terminal
+    try {
+      terminal = new Terminal(this.#account, this.#shell, cols, rows, {
+        output: events.output,
+        exit: (code, signal) => {
+          this.#terminals.delete(terminal)
+          this.#track(terminal.end())
+          events.exit(code, signal)
+        },
+      }, cgroup)
+    } catch (err) {
+      if (cgroup !== null) removeCgroup(cgroup)
+      throw err
+    }
     this.#terminals.add(terminal)
     return terminal
   }

@@ -11,6 +11,7 @@ import { parseTarget } from '../http/target.js'
 import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import { startAccessChecks } from './access-check.js'
 import type { ShellAccount } from './account.js'
+import type { Containment } from './containment.js'
 import { serveConnection, sessionLine } from './connection.js'
 import { Registry } from './registry.js'
 import { startHeartbeat } from './heartbeat.js'
@@ -40,6 +41,8 @@ interface BridgeOptions {
   log: (entry: Record<string, unknown>) => void
   /** The `terminal.session` lines, written with exactly their fields (logExactLine). */
   sessionLog: (entry: Record<string, unknown>) => void
+  /** A cgroup per terminal (containment.ts), or null to end terminals by their session alone. */
+  containment?: Containment | null
 }
 
 /** The health server's error bodies by status. */
@@ -50,8 +53,8 @@ const ERRORS: Record<number, [error: string, code: string]> = {
 }
 
 /** Build the bridge: health at GET /, the terminal WebSocket at /ws (spec terminal-bridge §4). */
-export function createBridge({ config, account, ticketKeys, log, sessionLog }: BridgeOptions): Bridge {
-  const registry = new Registry(account, config.shell)
+export function createBridge({ config, account, ticketKeys, log, sessionLog, containment = null }: BridgeOptions): Bridge {
+  const registry = new Registry(account, config.shell, containment)
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
   const connections = new Map<WebSocket, Promise<void>>()

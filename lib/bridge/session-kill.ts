@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { cgroupMembers, killCgroup, removeCgroup } from './containment.js'
 
 /** SIGHUP first; whatever is left this long after gets SIGKILL (CONTRACT §6). */
 export const KILL_GRACE_MS = 2_000
@@ -58,10 +59,14 @@ const REHUP_MS = 250
 /** A session being ended: its first SIGHUP is sent by the next scan (`hungUp`). */
 interface Ending {
   sid: number
+  /** The terminal's cgroup (containment.ts), whose members end with the session's; null without containment. */
+  cgroup: string | null
   graceMs: number
   hungUp: boolean
   deadline: number
   rehup: number
+  /** Set once its cgroup got `cgroup.kill`: until when its end waits for the kernel to have removed the killed (performance.now()). */
+  killed: number
   resolve: () => void
 }
 
@@ -71,6 +76,10 @@ interface Ending {
  * sessions holds the event loop past the 5 s the bridge has to exit (CONTRACT §6).
  */
 const endings = new Set<Ending>()
+/** Cgroups of ended sessions, removed once the kernel has seen their last process out, until this time (performance.now()). */
+const removals = new Map<string, number>()
+/** How long an ended terminal's cgroup is tried for removal; one left over is swept at the next start (containment.ts). */
+const REMOVE_MS = 10_000
 let poll: NodeJS.Timeout | undefined
 let immediate: NodeJS.Immediate | undefined
 
@@ -79,14 +88,53 @@ function endingMembers(): Map<number, number[]> {
   return sessionMembers(new Set([...endings].map((e) => e.sid)))
 }
 
+/** What is left of `e`: its session's processes, and those in its cgroup that left the session (setsid). */
+function leftOf(e: Ending, members: Map<number, number[]>): number[] {
+  const left = members.get(e.sid) ?? []
+  if (e.cgroup === null) return left
+  return [...new Set([...left, ...cgroupMembers(e.cgroup)])]
+}
+
+/** How long an end waits for a killed cgroup to empty: SIGKILL takes effect as each process next runs, and an exit is not instant. */
+const KILLED_WAIT_MS = 500
+
+/**
+ * The grace is over or nothing is left: SIGKILL to whatever is, in the cgroup by the kernel (forks
+ * in flight too). Over once the cgroup is empty, so that a shutdown that waited for the end leaves
+ * none of its processes behind; its removal follows.
+ */
+function finish(e: Ending, left: number[], now: number): void {
+  for (const pid of left) signal(pid, 'SIGKILL')
+  if (e.cgroup !== null && left.length > 0) {
+    killCgroup(e.cgroup)
+    e.killed = now + KILLED_WAIT_MS
+    return
+  }
+  done(e, now)
+}
+
+function done(e: Ending, now: number): void {
+  if (e.cgroup !== null) removals.set(e.cgroup, now + REMOVE_MS)
+  endings.delete(e)
+  e.resolve()
+}
+
+function tryRemovals(now: number): void {
+  for (const [cgroup, until] of removals) if (removeCgroup(cgroup) || now > until) removals.delete(cgroup)
+}
+
 function tick(): void {
   immediate = undefined
-  if (endings.size === 0) return
-  const members = endingMembers()
   // Monotonic: a wall-clock step must neither cut the grace short nor stretch it without end.
   const now = performance.now()
+  tryRemovals(now)
+  const members = endings.size > 0 ? endingMembers() : new Map<number, number[]>()
   for (const e of endings) {
-    const left = members.get(e.sid) ?? []
+    if (e.killed > 0) {
+      if (cgroupMembers(e.cgroup!).length === 0 || now > e.killed) done(e, now)
+      continue
+    }
+    const left = leftOf(e, members)
     if (!e.hungUp) {
       e.hungUp = true
       e.deadline = now + e.graceMs
@@ -100,25 +148,24 @@ function tick(): void {
       hangUp(left)
       continue
     }
-    for (const pid of left) signal(pid, 'SIGKILL')
-    endings.delete(e)
-    e.resolve()
+    finish(e, left, now)
   }
-  if (endings.size === 0 && poll) {
+  if (endings.size === 0 && removals.size === 0 && poll) {
     clearInterval(poll)
     poll = undefined
   }
 }
 
 /**
- * End every process of the session led by `sid`: SIGHUP (and SIGCONT, so stopped jobs see it) to
- * each member at once (sessions ended in one turn of the event loop share that scan) and again
- * every REHUP_MS, SIGKILL to those left after `graceMs`. Resolves once the session is empty or the
- * SIGKILL round is done, so a shutdown waits no longer than it must.
+ * End every process of the session led by `sid`, and of its terminal's `cgroup` when it has one:
+ * SIGHUP (and SIGCONT, so stopped jobs see it) to each member at once (sessions ended in one turn
+ * of the event loop share that scan) and again every REHUP_MS, SIGKILL to those left after
+ * `graceMs`. Resolves once the session and the cgroup are empty or the SIGKILL round is done, so a
+ * shutdown waits no longer than it must.
  */
-export function endSession(sid: number, graceMs = KILL_GRACE_MS): Promise<void> {
+export function endSession(sid: number, graceMs = KILL_GRACE_MS, cgroup: string | null = null): Promise<void> {
   return new Promise((resolve) => {
-    endings.add({ sid, graceMs, hungUp: false, deadline: 0, rehup: 0, resolve })
+    endings.add({ sid, cgroup, graceMs, hungUp: false, deadline: 0, rehup: 0, killed: 0, resolve })
     immediate ??= setImmediate(tick)
     poll ??= setInterval(tick, POLL_MS)
   })
@@ -134,4 +181,5 @@ export function killEndingSessions(): void {
   if (endings.size === 0) return
   const members = endingMembers()
   for (const pids of members.values()) for (const pid of pids) signal(pid, 'SIGKILL')
+  for (const e of endings) if (e.cgroup !== null) killCgroup(e.cgroup)
 }

@@ -49,9 +49,12 @@ export class Terminal {
   #paused = false
   #straggler: NodeJS.Timeout | null = null
   #ending: Promise<void> | null = null
+  /** The terminal's own cgroup (containment.ts), or null when the bridge runs without containment. */
+  readonly #cgroup: string | null
 
-  constructor(account: ShellAccount, shell: string, cols: number, rows: number, events: TerminalEvents) {
-    const { file, args } = shellCommand(shell)
+  constructor(account: ShellAccount, shell: string, cols: number, rows: number, events: TerminalEvents, cgroup: string | null = null) {
+    const { file, args } = shellCommand(shell, cgroup)
+    this.#cgroup = cgroup
     this.#events = events
     this.#batcher = new OutputBatcher((data, bytes) => this.#disposed || events.output(data, bytes))
     // The clean environment of CONTRACT §6; nothing of the bridge's own reaches the shell.
@@ -99,9 +102,9 @@ export class Terminal {
     this.#pty.resume()
   }
 
-  /** End the shell's whole session (a `kill` frame); the exit follows through `events.exit`. */
+  /** End the shell's whole session and cgroup (a `kill` frame); the exit follows through `events.exit`. */
   end(): Promise<void> {
-    this.#ending ??= endSession(this.pid)
+    this.#ending ??= endSession(this.pid, KILL_GRACE_MS, this.#cgroup)
     return this.#ending
   }
 

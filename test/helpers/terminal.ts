@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { readFileSync } from 'node:fs'
+import { accessSync, constants, readdirSync, readFileSync, rmdirSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
 import { mintTicket } from '../../lib/ticket.js'
@@ -24,6 +26,40 @@ export function ensureShellUser(): void {
 /** An account's uid and gid, from `id`. */
 export const uidOf = (name: string): number => Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }))
 export const gidOf = (name: string): number => Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }))
+
+/**
+ * Where a root bridge started by a test would make its cgroups (lib/bridge/containment.ts),
+ * found without the bridge's code, or why it could not: the cgroup v2 mount, and this process's
+ * cgroup in it, which its children start in.
+ */
+export function cgroupHierarchy(): { own: string; path: string } | { why: string } {
+  if (process.getuid?.() !== 0) return { why: 'needs root' }
+  const [major, minor] = os.release().split('.').map(Number)
+  if (major! < 5 || (major === 5 && minor! < 14)) return { why: `needs Linux 5.14 for cgroup.kill (${os.release()})` }
+  const mount = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' - ')).find(([, right]) => right?.startsWith('cgroup2 '))
+  const fields = mount?.[0]!.split(' ')
+  if (!fields || fields[3] !== '/') return { why: 'needs a cgroup v2 hierarchy' }
+  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))?.slice(3)
+  if (own === undefined) return { why: 'needs a cgroup v2 hierarchy' }
+  const dir = path.join(fields[4]!, own)
+  try {
+    accessSync(dir, constants.W_OK)
+  } catch {
+    return { why: `needs a writable cgroup v2 hierarchy (${dir})` }
+  }
+  return { own, path: dir }
+}
+
+/** Remove a cgroup and those under it, deepest first; false while one still holds a process. */
+export function removeCgroupTree(dir: string): boolean {
+  try {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory() && !removeCgroupTree(path.join(dir, entry.name))) return false
+    rmdirSync(dir)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+  }
+}
 
 /** Start the real bridge on an ephemeral port (run by `wrapper` when given). */
 export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<RunningProcess> {

@@ -1,0 +1,193 @@
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import type { ShellAccount } from './account.js'
+
+/**
+ * A cgroup (v2) for each terminal, so that ending a terminal ends every process it started, in
+ * the kernel: a job that left the shell's session (`setsid`, a daemon's double fork) and a
+ * process that forks faster than a scan of /proc can follow are still in the terminal's cgroup,
+ * and `cgroup.kill` ends them all at once, forks in flight included.
+ *
+ * The layout, under the cgroup the bridge starts in (its systemd unit's, with `Delegate=yes`):
+ *
+ *     <own>/playfield-terminal.<pid>/          owned by the shell account
+ *     <own>/playfield-terminal.<pid>/bridge/   the bridge itself
+ *     <own>/playfield-terminal.<pid>/t<n>/     one per terminal: its shell and all it starts
+ *
+ * A process may move another only with write access to the `cgroup.procs` of the two cgroups'
+ * common ancestor. The bridge, root at start, creates the parent, hands it and its `cgroup.procs`
+ * to the shell account it becomes, and moves itself into `bridge/`; then each shell's wrapper,
+ * running as that account, moves itself from `bridge/` into its terminal's cgroup before it runs
+ * anything else (account.ts), so nothing the shell starts is ever outside it. No controller is
+ * enabled: the cgroups only group processes, and limits stay the unit's (TasksMax).
+ */
+export interface Containment {
+  /** `<own>/playfield-terminal.<pid>`: the bridge's part of the cgroup tree. */
+  readonly root: string
+  /** A new, empty cgroup for one terminal, or null when it could not be made. */
+  create(): string | null
+}
+
+/** Why a bridge runs without containment; its terminals are then ended by their session alone (session-kill.ts). */
+export interface NoContainment {
+  readonly root: null
+  readonly reason: string
+}
+
+/** The name of a bridge's own part of the tree; the pid tells a live bridge's from one left behind. */
+const PREFIX = 'playfield-terminal.'
+
+/** Where the cgroup v2 hierarchy is mounted (its root, not a subtree), from /proc/self/mountinfo; null when it is not. */
+function unifiedMount(): string | null {
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    // "id parent major:minor root mountpoint options [optional...] - fstype source superoptions"
+    const [left, right] = line.split(' - ')
+    if (!left || !right || right.split(' ')[0] !== 'cgroup2') continue
+    const fields = left.split(' ')
+    if (fields[3] === '/') return fields[4]!.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+  }
+  return null
+}
+
+/** This process's cgroup in the v2 hierarchy ("0::/path"), or null when it is in none. */
+function ownCgroup(): string | null {
+  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))
+  return line ? line.slice(3) : null
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Remove `dir`'s child cgroups, then `dir`; whatever still holds a process stays (the kernel refuses). */
+function removeTree(dir: string): boolean {
+  try {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeTree(path.join(dir, entry.name))
+    rmdirSync(dir)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Back into the cgroup the bridge started in, from the part of the tree it could not finish. */
+function moveBack(ownDir: string): void {
+  try {
+    writeFileSync(path.join(ownDir, 'cgroup.procs'), String(process.pid))
+  } catch {
+    // Then it stays in bridge/, which the next start sweeps.
+  }
+}
+
+/** How long a start waits for the processes of a dead bridge's terminals to go, after their SIGKILL. */
+const SWEEP_WAIT_MS = 1_000
+
+/**
+ * Parts of the tree whose bridge has exited without removing them (a SIGKILL, a crash; a bridge
+ * cannot remove the cgroup it is in). Their terminals ended with their connections, so whatever
+ * they left running (a job that ignored the PTY's hang-up) is killed here; outside systemd, which
+ * ends a unit's whole tree when the bridge exits, nothing else would.
+ */
+function sweep(own: string): void {
+  const dead = readdirSync(own)
+    .filter((name) => name.startsWith(PREFIX) && /^[1-9][0-9]*$/.test(name.slice(PREFIX.length)))
+    .filter((name) => Number(name.slice(PREFIX.length)) !== process.pid && !pidAlive(Number(name.slice(PREFIX.length))))
+    .map((name) => path.join(own, name))
+  if (dead.length === 0) return
+  for (const dir of dead) killCgroup(dir)
+  const stop = performance.now() + SWEEP_WAIT_MS
+  const sleeper = new Int32Array(new SharedArrayBuffer(4))
+  for (let left = dead; left.length > 0 && performance.now() < stop; Atomics.wait(sleeper, 0, 0, 20)) left = left.filter((dir) => !removeTree(dir))
+}
+
+/**
+ * Set up containment, before the bridge drops to `account` (a root bridge hands its part of the
+ * tree to that account). Anything in the way (no cgroup v2, a read-only /sys/fs/cgroup, a kernel
+ * without `cgroup.kill`, no right to make a cgroup where the bridge runs) leaves the bridge without
+ * it, with the reason, and leaves the tree as it was.
+ */
+export function setUpContainment(account: ShellAccount): Containment | NoContainment {
+  let mount: string | null
+  let own: string | null
+  try {
+    mount = unifiedMount()
+    own = ownCgroup()
+  } catch (err) {
+    return { root: null, reason: `cannot read /proc (${(err as NodeJS.ErrnoException).code ?? String(err)})` }
+  }
+  if (mount === null || own === null) return { root: null, reason: 'no cgroup v2 hierarchy is mounted' }
+  const ownDir = path.join(mount, own)
+  const root = path.join(ownDir, `${PREFIX}${process.pid}`)
+  try {
+    sweep(ownDir)
+    mkdirSync(root)
+  } catch (err) {
+    return { root: null, reason: `cannot make a cgroup in ${ownDir} (${(err as NodeJS.ErrnoException).code ?? String(err)})` }
+  }
+  let moved = false
+  try {
+    if (!existsSync(path.join(root, 'cgroup.kill'))) throw Object.assign(new Error('the kernel has no cgroup.kill (Linux 5.14)'), { code: 'ENOKILL' })
+    const bridge = path.join(root, 'bridge')
+    mkdirSync(bridge)
+    writeFileSync(path.join(bridge, 'cgroup.procs'), String(process.pid))
+    moved = true
+    // Last: under the unit's umask (0077) the tree is 0700, and a root without CAP_DAC_OVERRIDE
+    // cannot enter it once it is the account's.
+    if (process.getuid?.() === 0 && account.uid !== 0) {
+      chownSync(path.join(root, 'cgroup.procs'), account.uid, account.gid)
+      chownSync(bridge, account.uid, account.gid)
+      chownSync(root, account.uid, account.gid)
+    }
+  } catch (err) {
+    if (moved) moveBack(ownDir)
+    removeTree(root)
+    const e = err as NodeJS.ErrnoException
+    return { root: null, reason: e.code === 'ENOKILL' ? e.message : `cannot set up ${root} (${e.code ?? String(err)})` }
+  }
+  let next = 0
+  return {
+    root,
+    create(): string | null {
+      const dir = path.join(root, `t${++next}`)
+      try {
+        mkdirSync(dir)
+        return dir
+      } catch {
+        return null
+      }
+    },
+  }
+}
+
+/** The pids in `cgroup` now (`cgroup.procs`); none once it is gone. */
+export function cgroupMembers(cgroup: string): number[] {
+  try {
+    return readFileSync(path.join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** SIGKILL to every process in `cgroup`, and to every one forked meanwhile, by the kernel. */
+export function killCgroup(cgroup: string): void {
+  try {
+    writeFileSync(path.join(cgroup, 'cgroup.kill'), '1')
+  } catch {
+    // Gone already.
+  }
+}
+
+/** Remove `cgroup` once it is empty; false while a process (a dying one) is still in it. */
+export function removeCgroup(cgroup: string): boolean {
+  try {
+    rmdirSync(cgroup)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+  }
+}

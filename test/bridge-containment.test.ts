@@ -1,0 +1,178 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { alive, cgroupHierarchy, connect, removeCgroupTree, ORIGIN, SHELL_USER, startBridge, type TermClient, TICKET_SECRET, uidOf, until } from './helpers/terminal.js'
+import { BRIDGE_JS, startPlatform, type RunningProcess } from './helpers/platform.js'
+
+const found = cgroupHierarchy()
+const skip = 'why' in found ? found.why : false
+const ownDir = 'why' in found ? '' : found.path
+const ownCgroup = 'why' in found ? '' : found.own
+
+let privateCount = 0
+
+/**
+ * A cgroup of this test's own to start bridges in, as systemd gives a unit one: a bridge sweeps
+ * the dead bridges' trees beside its own at start, and other test files' bridges, started in this
+ * process's cgroup, must not sweep this file's (nor this file's theirs). Removed at the end.
+ */
+function privateCgroup(): { dir: string; cgroup: string; wrapper: string[]; start(): Promise<RunningProcess>; remove(): Promise<void> } {
+  const name = `playfield-test.${process.pid}.${++privateCount}`
+  const dir = path.join(ownDir, name)
+  mkdirSync(dir)
+  const wrapper = ['/bin/sh', '-c', 'echo $$ >"$0/cgroup.procs" && exec "$@"', dir]
+  return {
+    dir,
+    cgroup: path.join(ownCgroup, name),
+    wrapper,
+    start: () => startBridge({}, wrapper),
+    async remove() {
+      for (const stop = Date.now() + 5_000; !removeCgroupTree(dir) && Date.now() < stop; ) await sleep(50)
+    },
+  }
+}
+
+const pidOf = (c: TermClient): number => c.frames.find((f) => f.type === 'created')!.pid as number
+
+/** The pids of live processes with `arg` as one of their arguments (a marker no other process has). */
+function withArg(arg: string): number[] {
+  const pids: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').includes(arg) && alive(Number(name))) pids.push(Number(name))
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids
+}
+
+/** A process's cgroup v2 path, as /proc/<pid>/cgroup names it. */
+const cgroupOf = (pid: number): string => readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
+
+async function shell(port: number): Promise<TermClient> {
+  const c = await connect(port)
+  c.send({ type: 'create' })
+  await c.frame('created')
+  return c
+}
+
+/**
+ * Start jobs that a scan of the shell's session cannot end: one in a session of its own
+ * (`setsid -f`), one that also ignores SIGHUP, and one that hops: every 10 ms it starts its
+ * successor in a new session and exits, so no pid or session lasts. Each carries `tag` as an
+ * argument; resolves once all three run.
+ */
+async function escapees(c: TermClient, tag: string): Promise<string[]> {
+  const marks = [`${tag}1`, `${tag}2`, `hop${tag}`].map((m) => m.replace(/[^0-9a-z]/g, ''))
+  await c.run(`setsid -f sleep ${marks[0]} </dev/null >/dev/null 2>&1`)
+  await c.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${marks[1]}' </dev/null >/dev/null 2>&1`)
+  await c.run(`export HOP='sleep 0.01; setsid -f sh -c "$HOP" ${marks[2]} </dev/null >/dev/null 2>&1'; setsid -f sh -c "$HOP" ${marks[2]} </dev/null >/dev/null 2>&1`)
+  await until(() => marks.every((m) => withArg(m).length > 0), 10_000, 'the three jobs to run')
+  return marks
+}
+
+/** Whether none of the processes carrying `marks` has run for a whole second (the hopper may be between generations at any one look). */
+async function goneForGood(marks: string[]): Promise<boolean> {
+  for (const stop = Date.now() + 1_000; Date.now() < stop; await sleep(20)) if (marks.some((m) => withArg(m).length > 0)) return false
+  return true
+}
+
+t.test('each terminal has a cgroup of its own, under the bridge\'s part of the tree, which the shell account holds', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const listening = bridge.logs.find((l) => l.event === 'bridge.listening')!
+  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
+  t.same(listening.containment, { cgroup: root }, 'bridge.listening names the bridge\'s cgroup')
+  t.equal(cgroupOf(bridge.child.pid!), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 'bridge'), 'the bridge runs in its bridge/ cgroup')
+  t.equal(statSync(root).uid, uidOf(SHELL_USER), 'the tree belongs to the shell account')
+  t.equal(statSync(path.join(root, 'cgroup.procs')).uid, uidOf(SHELL_USER), 'and so does its cgroup.procs, so a shell may move itself under it')
+  const a = await shell(bridge.port)
+  const b = await shell(bridge.port)
+  t.equal((await a.run('cat /proc/self/cgroup')).split(/\r?\n/).find((l) => l.startsWith('0::')), `0::${path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't1')}`, 'the first shell\'s processes are in t1')
+  await b.run('true')
+  t.equal(cgroupOf(pidOf(b)), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'the second shell is in t2')
+  t.same(readFileSync(path.join(root, 't2', 'cgroup.procs'), 'utf8').trim(), String(pidOf(b)), 'and it is all t2 holds')
+  t.equal((await a.run('id -u')).trim(), String(uidOf(SHELL_USER)), 'the shell is still the shell account')
+  a.ws.close()
+  await until(() => !existsSync(path.join(root, 't1')), 10_000, 't1 to be removed')
+  t.ok(existsSync(path.join(root, 't2')), 'the other terminal\'s cgroup stays')
+  b.ws.close()
+  await until(() => !existsSync(path.join(root, 't2')), 10_000, 't2 to be removed')
+  t.same(readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name), ['bridge'], 'no terminal\'s cgroup is left')
+})
+
+t.test('closing the socket ends a job that left the session, one that also ignores SIGHUP, and one that hops to a new session every 10 ms', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const c = await shell(bridge.port)
+  const marks = await escapees(c, `9${bridge.child.pid}1`)
+  const shellSid = Number(readFileSync(`/proc/${pidOf(c)}/stat`, 'utf8').split(') ')[1]!.split(' ')[3])
+  for (const pid of withArg(marks[0]!)) t.not(Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[3]), shellSid, 'the setsid job is not in the shell\'s session')
+  c.ws.close()
+  await until(() => marks.every((m) => withArg(m).length === 0), 10_000, 'every job to end')
+  t.ok(await goneForGood(marks), 'none of them runs a second later: the hopper did not outrun the kill')
+})
+
+t.test('a kill frame ends the jobs that left the session too; the connection stays, and the next shell gets a new cgroup', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const c = await shell(bridge.port)
+  const marks = await escapees(c, `9${bridge.child.pid}2`)
+  const from = c.frames.length
+  c.send({ type: 'kill' })
+  await c.frame('exit', from)
+  await until(() => marks.every((m) => withArg(m).length === 0), 10_000, 'every job to end')
+  t.ok(await goneForGood(marks), 'none of them runs a second later')
+  t.equal(c.closed, null, 'the connection stays open')
+  const next = c.frames.length
+  c.send({ type: 'create' })
+  const created = await c.frame('created', next)
+  await c.run('true')
+  t.equal(cgroupOf(created.pid as number), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'the new shell is in t2')
+})
+
+t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to start there ends them and removes its tree', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const first = await cg.start()
+  const root = path.join(cg.dir, `playfield-terminal.${first.child.pid}`)
+  const c = await shell(first.port)
+  const mark = `9${first.child.pid}3`
+  await c.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1`)
+  await until(() => withArg(mark).length > 0, 10_000, 'the job to run')
+  await first.stop('SIGKILL')
+  await sleep(500)
+  t.equal(withArg(mark).length, 1, 'the job outlives the bridge, which had no chance to end it')
+  t.ok(existsSync(root), 'and so does the dead bridge\'s tree')
+  const second = await cg.start()
+  t.teardown(() => second.stop().then(cg.remove))
+  t.same(withArg(mark), [], 'the next bridge ended the job before it listened')
+  t.notOk(existsSync(root), 'and removed the dead bridge\'s tree')
+  t.ok(existsSync(path.join(cg.dir, `playfield-terminal.${second.child.pid}`)), 'its own is there')
+})
+
+t.test('a bridge that may make no cgroup says why, and its terminals still end by their session', { skip: process.getuid?.() === 0 ? false : 'needs root' }, async (t) => {
+  // Started as the shell account itself: no write access where a root bridge would make its tree.
+  const shellUid = String(uidOf(SHELL_USER))
+  const bridge = await startPlatform({
+    // env -u: the test runner's NODE_OPTIONS preload writes to its own root-owned files at exit.
+    command: ['env', '-u', 'NODE_OPTIONS', 'setpriv', `--reuid=${shellUid}`, `--regid=${shellUid}`, '--clear-groups', '--', process.execPath, BRIDGE_JS],
+    readyEvent: 'bridge.listening',
+    env: { TERMINAL_PORT: '0', TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, TERMINAL_ACCESS_CHECK_S: '0' },
+  })
+  t.teardown(() => bridge.stop())
+  const containment = bridge.logs.find((l) => l.event === 'bridge.listening')!.containment as { cgroup: null; reason: string }
+  t.equal(containment.cgroup, null)
+  t.match(containment.reason, skip ? /\S/ : /^cannot make a cgroup in \/.* \(EACCES\)$/, 'the reason names what was in the way')
+  const c = await shell(bridge.port)
+  const bg = Number((await c.run('(trap "" HUP; exec sleep 1030) & echo $!')).trim().split(/\s+/).pop())
+  t.ok(alive(bg), 'a job runs')
+  c.ws.close()
+  await until(() => !alive(bg) && !alive(pidOf(c)), 10_000, 'the session to end')
+  t.pass('the shell and its job ignoring SIGHUP ended by the session kill')
+})

@@ -140,7 +140,6 @@ export function setUpContainment(account: ShellAccount): Containment | NoContain
     // cannot enter it once it is the account's.
     if (process.getuid?.() === 0 && account.uid !== 0) {
       chownSync(path.join(root, 'cgroup.procs'), account.uid, account.gid)
-      chownSync(bridge, account.uid, account.gid)
       chownSync(root, account.uid, account.gid)
     }
   } catch (err) {

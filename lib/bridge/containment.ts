@@ -15,8 +15,8 @@ import type { ShellAccount } from './account.js'
  *     <own>/playfield-terminal.<pid>/t<n>/     one per terminal: its shell and all it starts
  *
  * A process may move another only with write access to the `cgroup.procs` of the two cgroups'
- * common ancestor. The bridge, root at start, creates the parent, hands it and its `cgroup.procs`
- * to the shell account it becomes, and moves itself into `bridge/`; then each shell's wrapper,
+ * common ancestor. The bridge, root at start, creates the parent, moves itself into `bridge/`, and
+ * hands the parent and its `cgroup.procs` to the shell account it becomes; then each shell's wrapper,
  * running as that account, moves itself from `bridge/` into its terminal's cgroup before it runs
  * anything else (account.ts), so nothing the shell starts is ever outside it. No controller is
  * enabled: the cgroups only group processes, and limits stay the unit's (TasksMax).
@@ -109,7 +109,7 @@ function sweep(own: string): void {
  * Set up containment, before the bridge drops to `account` (a root bridge hands its part of the
  * tree to that account). Anything in the way (no cgroup v2, a read-only /sys/fs/cgroup, a kernel
  * without `cgroup.kill`, no right to make a cgroup where the bridge runs) leaves the bridge without
- * it, with the reason, and leaves the tree as it was.
+ * it, with the reason, and in the cgroup it started in.
  */
 export function setUpContainment(account: ShellAccount): Containment | NoContainment {
   let mount: string | null

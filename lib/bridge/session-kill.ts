@@ -78,7 +78,7 @@ interface Ending {
 const endings = new Set<Ending>()
 /** Cgroups of ended sessions, removed once the kernel has seen their last process out, until this time (performance.now()). */
 const removals = new Map<string, number>()
-/** How long an ended terminal's cgroup is tried for removal; one left over is swept at the next start (containment.ts). */
+/** How long an ended terminal's cgroup is tried for removal; one left over goes with the bridge's tree (containment.ts). */
 const REMOVE_MS = 10_000
 let poll: NodeJS.Timeout | undefined
 let immediate: NodeJS.Immediate | undefined

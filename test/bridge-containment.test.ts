@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
@@ -154,6 +154,31 @@ t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to
   t.same(withArg(mark), [], 'the next bridge ended the job before it listened')
   t.notOk(existsSync(root), 'and removed the dead bridge\'s tree')
   t.ok(existsSync(path.join(cg.dir, `playfield-terminal.${second.child.pid}`)), 'its own is there')
+})
+
+t.test('no cgroup for a terminal (the tree is full): an error frame, no shell, and the connection stays', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
+  const first = await shell(bridge.port)
+  // bridge/ and t1: the kernel refuses a third cgroup under the bridge's (EAGAIN).
+  writeFileSync(path.join(root, 'cgroup.max.descendants'), '2')
+  const c = await connect(bridge.port)
+  c.send({ type: 'create' })
+  t.match(await c.frame('error'), { type: 'error', message: 'the shell could not be started' })
+  t.notOk(c.frames.some((f) => f.type === 'created'), 'no shell was started')
+  await until(() => bridge.logs.some((l) => l.event === 'terminal.spawn_failed'), 5_000, 'the spawn_failed line')
+  t.match(bridge.logs.find((l) => l.event === 'terminal.spawn_failed'), { user: 'dev', error: 'no cgroup for the terminal' })
+  t.same(readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort(), ['bridge', 't1'], 'nothing was made for it')
+  t.equal(c.closed, null, 'the connection stays')
+  t.match(await first.run('echo still-$((1+1))'), /^still-2/, 'and the other terminal works on')
+  writeFileSync(path.join(root, 'cgroup.max.descendants'), 'max')
+  const from = c.frames.length
+  c.send({ type: 'create' })
+  const created = await c.frame('created', from)
+  await c.run('true')
+  t.equal(cgroupOf(created.pid as number), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'once there is room, the next create gets a shell in a cgroup of its own')
 })
 
 t.test('a bridge that may make no cgroup says why, and its terminals still end by their session', { skip: process.getuid?.() === 0 ? false : 'needs root' }, async (t) => {

@@ -17,7 +17,7 @@ let privateCount = 0
  * the dead bridges' trees beside its own at start, and other test files' bridges, started in this
  * process's cgroup, must not sweep this file's (nor this file's theirs). Removed at the end.
  */
-function privateCgroup(): { dir: string; cgroup: string; wrapper: string[]; start(): Promise<RunningProcess>; remove(): Promise<void> } {
+function privateCgroup(): { dir: string; cgroup: string; start(): Promise<RunningProcess>; remove(): Promise<void> } {
   const name = `playfield-test.${process.pid}.${++privateCount}`
   const dir = path.join(ownDir, name)
   mkdirSync(dir)
@@ -25,7 +25,6 @@ function privateCgroup(): { dir: string; cgroup: string; wrapper: string[]; star
   return {
     dir,
     cgroup: path.join(ownCgroup, name),
-    wrapper,
     start: () => startBridge({}, wrapper),
     async remove() {
       for (const stop = Date.now() + 5_000; !removeCgroupTree(dir) && Date.now() < stop; ) await sleep(50)

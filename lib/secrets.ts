@@ -31,6 +31,21 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   }
 }
 
+/**
+ * The secret as loadSecret would give it, without making one: null when the environment has none
+ * and DATA_DIR holds none (or cannot be read). For commands that only use a secret the platform
+ * made, and must not leave a file of their own user where the platform expects its own.
+ */
+export function existingSecret(dataDir: string, name: string, fromEnv: string | null): string[] | null {
+  if (fromEnv) return fromEnv.split(',')
+  try {
+    const secret = readSecret(path.join(dataDir, 'secrets', name))
+    return secret === null ? null : [secret]
+  } catch {
+    return null
+  }
+}
+
 function loadOrCreate(file: string): string[] {
   // One level (DATA_DIR is checked to exist first): mkdirSync's recursive mode loops without end
   // under a directory that refuses new entries, such as /proc.

@@ -94,6 +94,24 @@ export function isBridgeCredential(keys: string[], credential: string): boolean 
   return signedByOneOf(keys, BRIDGE_CREDENTIAL_TEXT, credential)
 }
 
+// What the platform's notice to the bridge signs: text no ticket's payload or credential can be.
+const ACCESS_CHANGED_TEXT = 'playfield platform access changed v1'
+
+/**
+ * The platform's credential for the bridge's POST /access-changed (an Authorization bearer): "a
+ * session ended or a role was taken back, check the open terminals now". It asks for checks that
+ * only the platform's proven answers can act on, so what it is worth to anyone else is a few
+ * extra questions; the bridge still takes it only from a holder of the ticket secret.
+ */
+export function accessChangedCredential(keys: string[]): string {
+  return sign(keys[0]!, ACCESS_CHANGED_TEXT).toString('base64url')
+}
+
+/** Whether `credential` is the platform's access-changed credential under one of `keys`. */
+export function isAccessChangedCredential(keys: string[], credential: string): boolean {
+  return signedByOneOf(keys, ACCESS_CHANGED_TEXT, credential)
+}
+
 /**
  * What the platform's proof of an access answer signs: the bridge's fresh challenge and the answer,
  * `reason` null for "still admitted" (never taken for a reason, "admitted" included).

@@ -5,7 +5,7 @@ import { accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { alive, connect, ORIGIN, startBridge, TICKET_SECRET, until, type TermClient } from './helpers/terminal.js'
+import { alive, connect, openTerminalAt, ORIGIN, signInAt, startBridge, TICKET_SECRET, until, type TermClient } from './helpers/terminal.js'
 
 // An open terminal ends once its user would no longer get its ticket (README "Access"):
 // the bridge asks the platform every TERMINAL_ACCESS_CHECK_S (1 s here) with the ticket it was
@@ -24,21 +24,9 @@ t.teardown(async () => {
 })
 const base = `http://127.0.0.1:${platformPort}`
 
-async function signIn(name: string, register = true): Promise<Client> {
-  const client = new Client(base, ORIGIN)
-  const res = await client.post(register ? '/api/auth/register' : '/api/auth/login', { username: name, password: 'correct horse battery' })
-  if (res.status !== 200) throw new Error(`sign-in ${name}: ${res.status} ${await res.text()}`)
-  return client
-}
-
+const signIn = (name: string, register = true): Promise<Client> => signInAt(base, name, register)
 /** A developer's terminal opened with a ticket `client` got from the platform, its shell running. */
-async function openTerminal(client: Client): Promise<{ term: TermClient; pid: number }> {
-  const { ticket } = (await (await client.post('/dev/terminal/ticket')).json()) as { ticket: string }
-  const term = await connect(bridge.port, { ticket })
-  term.send({ type: 'create' })
-  const pid = (await term.frame('created')).pid as number
-  return { term, pid }
-}
+const openTerminal = (client: Client): Promise<{ term: TermClient; pid: number }> => openTerminalAt(bridge.port, client)
 
 const accessChecks = (): number => platform.logs.filter((l) => l.event === 'http.request' && l.path === '/dev/terminal/access' && l.status === 200).length
 /** Long enough for a check or two on a loaded machine; the checks come every CHECK_S. */

@@ -16,9 +16,14 @@ type Access = { admitted: true } | { admitted: false; reason: string }
 interface AccessChecks {
   /** Check the connection's access every interval from now on, with the ticket it opened with, until it closes. */
   watch(ws: WebSocket, ticket: string, user: string): void
+  /** Check every open terminal now (the platform says a session ended or a role was taken back); a burst is one round a second. */
+  recheck(): void
   /** No more checks (shutdown); those under way are dropped. */
   stop(): void
 }
+
+/** Rounds of checks the platform asks for come at most this often: a burst of logouts is one round, not a storm of questions. */
+const RECHECK_MIN_MS = 1_000
 
 interface AccessCheckOptions {
   /** The platform, or null: no checks. */
@@ -41,13 +46,21 @@ interface AccessCheckOptions {
  * not end the developers' shells), and is logged once until it answers again.
  */
 export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessCheckOptions): AccessChecks {
-  if (url === null || intervalMs === 0) return { watch() {}, stop() {} }
+  if (url === null || intervalMs === 0) return { watch() {}, recheck() {}, stop() {} }
   const target = new URL('/dev/terminal/access', url)
   const credential = bridgeCredential(keys)
-  const timers = new Set<NodeJS.Timeout>()
+  /** Each open terminal's check, and its interval's timer. */
+  const checks = new Map<WebSocket, { check: (asked: boolean) => void; timer: NodeJS.Timeout }>()
   const requests = new Set<http.ClientRequest>()
   let failing = false
   let stopped = false
+  let lastRound = -Infinity
+  let nextRound: NodeJS.Timeout | null = null
+  const round = (): void => {
+    nextRound = null
+    lastRound = performance.now()
+    for (const { check } of checks.values()) check(true)
+  }
 
   const failed = (err: unknown): void => {
     if (failing || stopped) return
@@ -95,9 +108,14 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
     watch(ws, ticket, user) {
       if (stopped) return
       let asking = false
-      const timer = setInterval(() => {
+      /** A check the platform asked for while one was under way: its answer may predate the change. */
+      let again = false
+      const check = (asked: boolean): void => {
         // A platform slower than the interval gets one question at a time per connection.
-        if (asking) return
+        if (asking) {
+          again ||= asked
+          return
+        }
         asking = true
         ask(ticket)
           .then((access) => {
@@ -106,17 +124,30 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
             log({ event: 'terminal.access_ended', user, reason: access.reason })
             ended(ws, access.reason)
           }, failed)
-          .finally(() => (asking = false))
-      }, intervalMs).unref()
-      timers.add(timer)
+          .finally(() => {
+            asking = false
+            if (!again || stopped || ws.readyState !== ws.OPEN) return
+            again = false
+            check(false)
+          })
+      }
+      const timer = setInterval(() => check(false), intervalMs).unref()
+      checks.set(ws, { check, timer })
       ws.once('close', () => {
         clearInterval(timer)
-        timers.delete(timer)
+        checks.delete(ws)
       })
+    },
+    recheck() {
+      if (stopped || nextRound !== null) return
+      const wait = lastRound + RECHECK_MIN_MS - performance.now()
+      if (wait <= 0) round()
+      else nextRound = setTimeout(round, wait).unref()
     },
     stop() {
       stopped = true
-      for (const timer of timers) clearInterval(timer)
+      for (const { timer } of checks.values()) clearInterval(timer)
+      if (nextRound !== null) clearTimeout(nextRound)
       for (const req of requests) req.destroy()
     },
   }

@@ -8,7 +8,7 @@ import { SLOW_CLIENT_LIMITS } from '../http/slow-clients.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
 import { parseTarget } from '../http/target.js'
-import { SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
+import { isAccessChangedCredential, SpentTickets, TICKET_TTL_MS, verifyTicket } from '../ticket.js'
 import { startAccessChecks } from './access-check.js'
 import type { ShellAccount } from './account.js'
 import type { Containment } from './containment.js'
@@ -45,9 +45,17 @@ interface BridgeOptions {
   containment?: Containment | null
 }
 
+/**
+ * Where the platform tells the bridge that access changed (a logout, a role taken back, a restart
+ * with other DEV_ACCESS_* values), so that the open terminals are checked now rather than at their
+ * next interval: POST with the platform's credential (ticket.ts), 202.
+ */
+const ACCESS_CHANGED = '/access-changed'
+
 /** The health server's error bodies by status. */
 const ERRORS: Record<number, [error: string, code: string]> = {
   400: ['the request target is not a valid URL', 'BAD_REQUEST'],
+  403: ['the platform\'s credential is required', 'FORBIDDEN'],
   404: ['not found', 'NOT_FOUND'],
   405: ['method not allowed', 'METHOD_NOT_ALLOWED'],
 }
@@ -76,15 +84,22 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
 
   // The platform's limits on slow clients: it forwards /terminal-ws/ as a tunnel, with none of its own.
   const server = http.createServer(SLOW_CLIENT_LIMITS, (req, res) => {
+    // No request here has a body worth reading; what comes is read and dropped, so the connection stays usable.
+    req.resume()
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
     const path = parseTarget(req.url ?? '/')?.pathname
     const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')
-    const status = health ? 200 : path === undefined ? 400 : path === '/' ? 405 : 404
+    const notice = path === ACCESS_CHANGED && req.method === 'POST'
+    const bearer = /^Bearer ([A-Za-z0-9_-]{1,100})$/.exec(req.headers.authorization ?? '')?.[1]
+    const status = health ? 200 : notice ? (bearer !== undefined && isAccessChangedCredential(ticketKeys, bearer) ? 202 : 403)
+      : path === undefined ? 400 : path === '/' || path === ACCESS_CHANGED ? 405 : 404
+    if (status === 202) access.recheck()
     const body = health
       ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor(process.uptime()) }
-      : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
+      : status === 202 ? { success: true } : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
     const text = JSON.stringify(body)
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...(status === 405 ? { allow: 'GET, HEAD' } : {}) })
+    const allow = status === 405 ? { allow: path === '/' ? 'GET, HEAD' : 'POST' } : {}
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...allow })
     res.end(req.method === 'HEAD' ? undefined : text)
   })
 

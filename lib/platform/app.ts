@@ -35,4 +35,8 @@ export interface App {
   catalogue(): Catalogue
   /** Injected clock, so tests can move time. */
   now(): number
+  /** TERMINAL_TICKET_SECRET's keys (from DATA_DIR when unset): tickets, and the bridge's questions and notices. */
+  readonly ticketKeys: string[]
+  /** Tell the bridge a session ended or access was taken back, so it checks its open terminals now (access-notice.ts); best effort. */
+  accessChanged(): void
 }

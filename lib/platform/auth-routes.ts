@@ -93,7 +93,11 @@ export function authRoutes(router: Router, app: App): void {
   router.add('POST', '/api/auth/logout', async (ctx) => {
     await readIgnoredBody(ctx.req)
     const state = await app.auth.optional(ctx)
-    if (state) await app.backend.logout({ token: state.t, refreshToken: state.rt })
+    if (state) {
+      await app.backend.logout({ token: state.t, refreshToken: state.rt })
+      // The session's open terminals end now, not at the bridge's next check (README, Access).
+      app.accessChanged()
+    }
     app.auth.clear(ctx)
     json(ctx.res, 200, { success: true }, NO_STORE)
   })

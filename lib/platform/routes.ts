@@ -6,12 +6,19 @@ import { authRoutes } from './auth-routes.js'
 import { userRoutes } from './user-routes.js'
 import { launchRoutes } from './launch-routes.js'
 import { leaderboardRoutes } from './leaderboard-routes.js'
-import { terminalRoutes } from './terminal-routes.js'
+import { terminalRoutes, terminalTicketKeys } from './terminal-routes.js'
+import { noticeAccessChanged } from './access-notice.js'
 import { screenshotsRoutes } from './screenshots-routes.js'
 
 /** The platform's route table: every endpoint of the spec and the contract. */
-export function buildRouter(deps: Omit<App, 'auth'>): Router {
-  const app: App = { ...deps, auth: createAuth(deps.config, deps.backend, deps.now) }
+export function buildRouter(deps: Omit<App, 'auth' | 'ticketKeys' | 'accessChanged'>): Router {
+  const ticketKeys = terminalTicketKeys(deps.config)
+  const app: App = {
+    ...deps,
+    auth: createAuth(deps.config, deps.backend, deps.now),
+    ticketKeys,
+    accessChanged: () => void noticeAccessChanged(deps.config, ticketKeys),
+  }
   const router = new Router()
   gameRoutes(router, app)
   authRoutes(router, app)

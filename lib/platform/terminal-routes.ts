@@ -6,14 +6,20 @@ import { html, json, NO_STORE } from '../http/reply.js'
 import type { Router } from '../http/router.js'
 import { loadSecret } from '../secrets.js'
 import { accessProof, isBridgeCredential, mintTicket, readTicket } from '../ticket.js'
+import type { PlatformConfig } from '../config.js'
 import type { App } from './app.js'
 import { admitUser, checkDevGate } from './dev-gate.js'
 import { AccessBody } from './schemas.js'
 import { assetContent, ASSETS, loadTerminalAssets, PAGE_HEADERS, refusalPage, terminalPage } from './terminal-html.js'
 
+/** TERMINAL_TICKET_SECRET's keys, or the secret in DATA_DIR the platform and the bridge share (made at the first start). */
+export function terminalTicketKeys(config: Pick<Readonly<PlatformConfig>, 'dataDir' | 'ticketSecret'>): string[] {
+  return loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
+}
+
 /** GET /dev/terminal, POST /dev/terminal/ticket and the page's assets (CONTRACT §3); the bridge's POST /dev/terminal/access. */
 export function terminalRoutes(router: Router, app: App): void {
-  const ticketKeys = loadSecret(app.config.dataDir, 'terminal-ticket-secret', app.config.ticketSecret)
+  const ticketKeys = app.ticketKeys
   loadTerminalAssets()
 
   router.add('GET', '/dev/terminal', async (ctx) => {

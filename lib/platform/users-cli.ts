@@ -4,6 +4,8 @@ import { createBackend } from '../backend/create.js'
 import { databaseExists } from '../backend/embedded/db.js'
 import type { Account, Backend } from '../backend/backend.js'
 import { escapeControls, messageOf } from '../log.js'
+import { existingSecret } from '../secrets.js'
+import { noticeAccessChanged } from './access-notice.js'
 
 /** Roles an operator may grant: `developer` opens the developer terminal (CONTRACT §3), `admin` implies it. */
 const ROLES: readonly string[] = ['admin', 'developer']
@@ -40,6 +42,10 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     const account = action === 'grant' ? await backend.grantRole(username!, role!) : await backend.revokeRole(username!, role!)
     process.stdout.write(`${action === 'grant' ? 'granted' : 'revoked'} ${role} ${action === 'grant' ? 'to' : 'from'} ${account.username}\n`)
     process.stdout.write(line(account))
+    // The user's open terminals end now, not at the bridge's next check: the bridge is told, with
+    // the ticket secret the platform uses (never one this command would make in DATA_DIR).
+    const keys = action === 'revoke' ? existingSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret) : null
+    if (keys !== null) await noticeAccessChanged(config, keys)
     return 0
   } catch (err) {
     // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.

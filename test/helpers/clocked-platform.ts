@@ -7,6 +7,7 @@ import { loadPlatformConfig } from '../../lib/config.js'
 import { Router } from '../../lib/http/router.js'
 import { createServer } from '../../lib/http/server.js'
 import type { App } from '../../lib/platform/app.js'
+import { terminalTicketKeys } from '../../lib/platform/terminal-routes.js'
 import { createAuth } from '../../lib/platform/session.js'
 import { Client, tempDir } from './platform.js'
 
@@ -23,7 +24,8 @@ export async function startClockedPlatform(t: Test, mounts: ((router: Router, ap
   const db = openDatabase(dataDir, ACCOUNT_MIGRATIONS)
   // Only the account half of the backend is reached by the account routes.
   const backend = new AccountStore(db, config, now) as unknown as Backend
-  const app: App = { config, backend, auth: createAuth(config, backend, now), catalogue: () => { throw new Error('unused') }, now }
+  // No bridge beside it: nothing to tell when a session ends.
+  const app: App = { config, backend, auth: createAuth(config, backend, now), catalogue: () => { throw new Error('unused') }, now, ticketKeys: terminalTicketKeys(config), accessChanged: () => {} }
   const router = new Router()
   for (const mount of mounts) mount(router, app)
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy, log: () => {} })

@@ -6,7 +6,7 @@ import path from 'node:path'
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
 import { mintTicket } from '../../lib/ticket.js'
-import { BRIDGE_JS, startPlatform, type RunningProcess } from './platform.js'
+import { BRIDGE_JS, Client, startPlatform, type RunningProcess } from './platform.js'
 
 /** The unprivileged account shells run as in tests (CI runs as root; .ci/run creates it too). */
 export const SHELL_USER = 'playfield-shell'
@@ -265,4 +265,21 @@ export function alive(pid: number): boolean {
   } catch {
     return false
   }
+}
+
+/** A client signed in to the platform at `base` as `name`, registered first unless `register` is false. */
+export async function signInAt(base: string, name: string, register = true): Promise<Client> {
+  const client = new Client(base, ORIGIN)
+  const res = await client.post(register ? '/api/auth/register' : '/api/auth/login', { username: name, password: 'correct horse battery' })
+  if (res.status !== 200) throw new Error(`sign-in ${name}: ${res.status} ${await res.text()}`)
+  return client
+}
+
+/** A developer's terminal on the bridge at `bridgePort`, opened with a ticket `client` got from the platform, its shell running. */
+export async function openTerminalAt(bridgePort: number, client: Client): Promise<{ term: TermClient; pid: number }> {
+  const { ticket } = (await (await client.post('/dev/terminal/ticket')).json()) as { ticket: string }
+  const term = await connect(bridgePort, { ticket })
+  term.send({ type: 'create' })
+  const pid = (await term.frame('created')).pid as number
+  return { term, pid }
 }

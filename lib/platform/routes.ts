@@ -12,10 +12,12 @@ import { screenshotsRoutes } from './screenshots-routes.js'
 
 /** The platform's route table: every endpoint of the spec and the contract. */
 export function buildRouter(deps: Omit<App, 'auth' | 'ticketKeys' | 'accessChanged'>): Router {
+  // The session secret first, then the ticket secret: a DATA_DIR with a bad file of each names the session's.
+  const auth = createAuth(deps.config, deps.backend, deps.now)
   const ticketKeys = terminalTicketKeys(deps.config)
   const app: App = {
     ...deps,
-    auth: createAuth(deps.config, deps.backend, deps.now),
+    auth,
     ticketKeys,
     accessChanged: () => void noticeAccessChanged(deps.config, ticketKeys),
   }

@@ -12,8 +12,6 @@ import { buildRouter } from '../lib/platform/routes.js'
 import { runUsersCommand } from '../lib/platform/users-cli.js'
 import { runCheckCommand } from '../lib/platform/check-cli.js'
 import { attachTerminalProxy } from '../lib/platform/terminal-proxy.js'
-import { noticeAccessChanged } from '../lib/platform/access-notice.js'
-import { terminalTicketKeys } from '../lib/platform/terminal-routes.js'
 import { catalogueReloader } from '../lib/platform/catalogue-reload.js'
 import { onStop } from '../lib/stop-signal.js'
 
@@ -41,8 +39,6 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
     throw listenProblem(err, { hostVar: 'HOST', host: config.host, portVar: 'PORT', port: config.port })
   })
   logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
-  // A start may bring other DEV_ACCESS_* values: the bridge checks its open terminals now.
-  void noticeAccessChanged(config, terminalTicketKeys(config))
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).
   onReload(catalogueReloader(catalogue, backend))
   onStop(() => {

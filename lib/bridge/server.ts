@@ -46,9 +46,9 @@ interface BridgeOptions {
 }
 
 /**
- * Where the platform tells the bridge that access changed (a logout, a role taken back, a restart
- * with other DEV_ACCESS_* values), so that the open terminals are checked now rather than at their
- * next interval: POST with the platform's credential (ticket.ts), 202.
+ * Where the platform tells the bridge that access changed (a logout, a role taken back), so that
+ * the open terminals are checked now rather than at their next interval: POST with the platform's
+ * credential (ticket.ts), 202.
  */
 const ACCESS_CHANGED = '/access-changed'
 

@@ -7,11 +7,10 @@ const NOTICE_TIMEOUT_MS = 2_000
 
 /**
  * Tell the terminal bridge (TERMINAL_HOST:TERMINAL_PORT, where the platform forwards terminals to)
- * that access changed: a session ended, a role was taken back, the platform started with the
- * admission lists it has now. The bridge then checks its open terminals at once (each asks POST
- * /dev/terminal/access), instead of at their next TERMINAL_ACCESS_CHECK_S. Best effort: a bridge
- * that is not running or not reachable is no error, as its own checks still come; resolves
- * whether the bridge took the notice, never rejects.
+ * that access changed: a session ended, a role was taken back. The bridge then checks its open
+ * terminals at once (each asks POST /dev/terminal/access), instead of at their next
+ * TERMINAL_ACCESS_CHECK_S. Best effort: a bridge that is not running or not reachable is no error,
+ * as its own checks still come; resolves whether the bridge took the notice, never rejects.
  */
 export function noticeAccessChanged(config: Pick<Readonly<PlatformConfig>, 'terminalHost' | 'terminalPort'>, keys: string[]): Promise<boolean> {
   return new Promise((resolve) => {

@@ -180,6 +180,32 @@ t.test('no cgroup for a terminal (the tree is full): an error frame, no shell, a
   t.equal(cgroupOf(created.pid as number), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'once there is room, the next create gets a shell in a cgroup of its own')
 })
 
+t.test('a job a shell put in a cgroup of its own under its terminal\'s ends with the terminal too, and a name a shell took is skipped', { skip }, async (t) => {
+  // Found in review: only the terminal's own cgroup.procs was read, and cgroup.kill was written only
+  // when something was left there, so a job in t1/sub outlived its terminal, and t1 stayed.
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
+  const c = await shell(bridge.port)
+  const t1 = path.join(root, 't1')
+  const mark = `9${bridge.child.pid}5`
+  await c.run(`mkdir ${t1}/sub && setsid -f sh -c 'echo $$ >${t1}/sub/cgroup.procs; trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1`)
+  await until(() => withArg(mark).length > 0, 10_000, 'the job to run')
+  t.equal(cgroupOf(withArg(mark)[0]!), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't1', 'sub'), 'the job is in t1/sub')
+  // The tree is the shell account's: a shell may take the name the next terminal would get.
+  await c.run(`mkdir ${root}/t2`)
+  const next = await shell(bridge.port)
+  await next.run('true')
+  t.equal(cgroupOf(pidOf(next)), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'the next terminal gets t3, not a refusal')
+  c.ws.close()
+  await until(() => withArg(mark).length === 0, 10_000, 'the job in t1/sub to end')
+  t.ok(await goneForGood([mark]), 'and it stays gone')
+  await until(() => !existsSync(t1), 10_000, 't1 and t1/sub to be removed')
+  t.pass('t1 and its sub-cgroup removed')
+  next.ws.close()
+})
+
 t.test('a bridge that may make no cgroup says why, and its terminals still end by their session', { skip: process.getuid?.() === 0 ? false : 'needs root' }, async (t) => {
   // Started as the shell account itself: no write access where a root bridge would make its tree.
   const shellUid = String(uidOf(SHELL_USER))

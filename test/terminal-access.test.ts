@@ -192,3 +192,48 @@ t.test("an answer without the platform's proof ends nothing: what takes the plat
   answer = (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, signedOut) })
   t.same(await term.whenClosed(WAIT_MS), { code: 1008, reason: 'access ended: signed out' })
 })
+
+t.test('an oversized or dripping answer on the platform\'s port ends nothing: the bridge runs on, and its checks go on', async (t) => {
+  // Found in review: a 5,000-byte answer in one piece ended the bridge (its pooled socket, destroyed
+  // with an error after the answer was read, had no listener left), and a listener sending a byte
+  // a second held a terminal's checks, the ones the platform asks for included, for good.
+  const port = await freePort()
+  let mode: 'big404' | 'big200' | 'drip' = 'big404'
+  let asked = 0
+  const squatter = http.createServer((req, res) => {
+    asked++
+    req.resume()
+    if (mode === 'drip') {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      const drip = setInterval(() => res.write(' '), 1_000)
+      res.once('close', () => clearInterval(drip))
+      return
+    }
+    res.writeHead(mode === 'big404' ? 404 : 200, { 'content-type': mode === 'big404' ? 'text/html' : 'application/json' }).end('x'.repeat(5_000))
+  })
+  await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve))
+  t.teardown(() => {
+    squatter.closeAllConnections()
+    squatter.close()
+  })
+  const own = await startBridge({ PORT: String(port), TERMINAL_ACCESS_CHECK_S: String(CHECK_S) })
+  t.teardown(() => own.stop())
+  const term = await connect(own.port)
+  term.send({ type: 'create' })
+  await term.frame('created')
+  for (const next of ['big404', 'big200'] as const) {
+    mode = next
+    const before = asked
+    await until(() => asked >= before + 3, WAIT_MS, `three checks answered ${next}`)
+    t.equal(own.child.exitCode, null, `${next}: the bridge runs`)
+    t.equal(term.closed, null, `${next}: the terminal stays open`)
+  }
+  t.match(own.logs.find((l) => l.event === 'terminal.access_check_failed'), { error: /an answer over 4096 bytes|answered 404/ }, 'the failure is logged')
+  mode = 'drip'
+  const before = asked
+  // Each check gives up at its 5 s deadline, however the bytes trickle, and the next one comes.
+  await until(() => asked >= before + 2, 20_000, 'a second check after a dripping answer')
+  t.equal(own.child.exitCode, null, 'drip: the bridge runs')
+  t.equal(term.closed, null, 'drip: the terminal stays open')
+  t.match(await term.run('echo still-open'), /^still-open/)
+})

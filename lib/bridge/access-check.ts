@@ -77,25 +77,41 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
     new Promise((resolve, reject) => {
       const challenge = randomBytes(18).toString('base64url')
       const body = JSON.stringify({ ticket, challenge })
+      // A connection of its own (no agent's pool): a pooled socket outlives its answer without an
+      // error listener, and destroying it with an error then ended the bridge.
       const req = http.request(target, {
         method: 'POST',
-        timeout: CHECK_TIMEOUT_MS,
+        agent: false,
         headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       })
+      /** Settle as failed and drop the exchange; destroy() without an error emits none. */
+      const fail = (err: Error): void => {
+        clearTimeout(deadline)
+        reject(err)
+        req.destroy()
+      }
+      // A deadline for the whole answer, not an idle time-out: a listener that sends a byte now
+      // and then must not hold this connection's checks, the ones the platform asks for included.
+      const deadline = setTimeout(() => fail(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS)
       requests.add(req)
-      req.once('close', () => requests.delete(req))
-      req.once('timeout', () => req.destroy(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)))
-      req.once('error', reject)
+      req.once('close', () => {
+        clearTimeout(deadline)
+        requests.delete(req)
+        reject(new Error('the connection closed before an answer'))
+      })
+      req.on('error', fail)
       req.once('response', (res) => {
         const chunks: Buffer[] = []
         let size = 0
         res.on('data', (chunk: Buffer) => {
           size += chunk.length
-          if (size > MAX_ANSWER_BYTES) return req.destroy(new Error(`an answer over ${MAX_ANSWER_BYTES} bytes`))
+          if (size > MAX_ANSWER_BYTES) return fail(new Error(`an answer over ${MAX_ANSWER_BYTES} bytes`))
           chunks.push(chunk)
         })
-        res.once('error', reject)
+        res.on('error', fail)
         res.once('end', () => {
+          clearTimeout(deadline)
+          if (size > MAX_ANSWER_BYTES) return
           const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8'), keys, challenge) : null
           if (access) resolve(access)
           else reject(new Error(`POST ${target.pathname} answered ${res.statusCode}${res.statusCode === 200 ? ' without an access answer the platform proved' : ''}`))

@@ -84,6 +84,21 @@ function moveBack(ownDir: string): void {
   }
 }
 
+/**
+ * A dead bridge's tree back to root, where this bridge is root: it belongs to the shell account,
+ * and under the unit's umask (0077) a root without CAP_DAC_OVERRIDE could neither enter it nor
+ * remove what is in it. chown needs only CAP_CHOWN, which the unit gives for the setup anyway.
+ */
+function reclaim(dir: string): void {
+  if (process.getuid?.() !== 0) return
+  try {
+    chownSync(dir, 0, 0)
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) reclaim(path.join(dir, entry.name))
+  } catch {
+    // What cannot be reclaimed stays, as before.
+  }
+}
+
 /** How long a start waits for the processes of a dead bridge's terminals to go, after their SIGKILL. */
 const SWEEP_WAIT_MS = 1_000
 
@@ -99,7 +114,10 @@ function sweep(own: string): void {
     .filter((name) => Number(name.slice(PREFIX.length)) !== process.pid && !pidAlive(Number(name.slice(PREFIX.length))))
     .map((name) => path.join(own, name))
   if (dead.length === 0) return
-  for (const dir of dead) killCgroup(dir)
+  for (const dir of dead) {
+    reclaim(dir)
+    killCgroup(dir)
+  }
   const stop = performance.now() + SWEEP_WAIT_MS
   const sleeper = new Int32Array(new SharedArrayBuffer(4))
   for (let left = dead; left.length > 0 && performance.now() < stop; Atomics.wait(sleeper, 0, 0, 20)) left = left.filter((dir) => !removeTree(dir))
@@ -152,23 +170,42 @@ export function setUpContainment(account: ShellAccount): Containment | NoContain
   return {
     root,
     create(): string | null {
-      const dir = path.join(root, `t${++next}`)
-      try {
-        mkdirSync(dir)
-        return dir
-      } catch {
-        return null
+      // A name a shell took already (the tree is the shell account's) is skipped, not a refusal.
+      for (let tries = 0; tries < 100; tries++) {
+        const dir = path.join(root, `t${++next}`)
+        try {
+          mkdirSync(dir)
+          return dir
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null
+        }
       }
+      return null
     },
   }
 }
 
-/** The pids in `cgroup` now (`cgroup.procs`); none once it is gone. */
+/**
+ * The pids in `cgroup` and in every cgroup a shell made under it (the tree is the shell account's,
+ * so `mkdir t1/x` and a move there is open to it); none once it is gone.
+ */
 export function cgroupMembers(cgroup: string): number[] {
+  const pids: number[] = []
   try {
-    return readFileSync(path.join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number)
+    pids.push(...readFileSync(path.join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number))
+    for (const entry of readdirSync(cgroup, { withFileTypes: true })) if (entry.isDirectory()) pids.push(...cgroupMembers(path.join(cgroup, entry.name)))
   } catch {
-    return []
+    // Gone, or going.
+  }
+  return pids
+}
+
+/** Whether a process is left anywhere in `cgroup`'s subtree (`cgroup.events`); false once it is gone. */
+export function cgroupPopulated(cgroup: string): boolean {
+  try {
+    return /^populated 1$/m.test(readFileSync(path.join(cgroup, 'cgroup.events'), 'utf8'))
+  } catch {
+    return false
   }
 }
 
@@ -181,9 +218,10 @@ export function killCgroup(cgroup: string): void {
   }
 }
 
-/** Remove `cgroup` once it is empty; false while a process (a dying one) is still in it. */
+/** Remove `cgroup`, the cgroups under it first, once they are empty; false while a process (a dying one) is still in them. */
 export function removeCgroup(cgroup: string): boolean {
   try {
+    for (const entry of readdirSync(cgroup, { withFileTypes: true })) if (entry.isDirectory() && !removeCgroup(path.join(cgroup, entry.name))) return false
     rmdirSync(cgroup)
     return true
   } catch (err) {

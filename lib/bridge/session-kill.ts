@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { cgroupMembers, killCgroup, removeCgroup } from './containment.js'
+import { cgroupMembers, cgroupPopulated, killCgroup, removeCgroup } from './containment.js'
 
 /** SIGHUP first; whatever is left this long after gets SIGKILL (CONTRACT §6). */
 export const KILL_GRACE_MS = 2_000
@@ -105,7 +105,7 @@ const KILLED_WAIT_MS = 500
  */
 function finish(e: Ending, left: number[], now: number): void {
   for (const pid of left) signal(pid, 'SIGKILL')
-  if (e.cgroup !== null && left.length > 0) {
+  if (e.cgroup !== null && (left.length > 0 || cgroupPopulated(e.cgroup))) {
     killCgroup(e.cgroup)
     e.killed = now + KILLED_WAIT_MS
     return
@@ -131,7 +131,7 @@ function tick(): void {
   const members = endings.size > 0 ? endingMembers() : new Map<number, number[]>()
   for (const e of endings) {
     if (e.killed > 0) {
-      if (cgroupMembers(e.cgroup!).length === 0 || now > e.killed) done(e, now)
+      if (!cgroupPopulated(e.cgroup!) || now > e.killed) done(e, now)
       continue
     }
     const left = leftOf(e, members)

@@ -19,15 +19,20 @@ export function noticeAccessChanged(config: Pick<Readonly<PlatformConfig>, 'term
       port: config.terminalPort,
       path: '/access-changed',
       method: 'POST',
-      timeout: NOTICE_TIMEOUT_MS,
+      agent: false,
       headers: { authorization: `Bearer ${accessChangedCredential(keys)}`, 'content-length': 0 },
     })
-    req.once('timeout', () => req.destroy(new Error('no answer in time')))
-    req.once('error', () => resolve(false))
+    // A deadline for the whole answer, not an idle time-out: `users revoke` waits for it.
+    const deadline = setTimeout(() => req.destroy(), NOTICE_TIMEOUT_MS)
+    req.once('close', () => {
+      clearTimeout(deadline)
+      resolve(false)
+    })
+    req.on('error', () => resolve(false))
     req.once('response', (res) => {
-      res.resume()
+      res.on('error', () => resolve(false))
       res.once('end', () => resolve(res.statusCode === 202))
-      res.once('error', () => resolve(false))
+      res.resume()
     })
     req.end()
   })

@@ -51,6 +51,15 @@ function withArg(arg: string): number[] {
 /** A process's cgroup v2 path, as /proc/<pid>/cgroup names it. */
 const cgroupOf = (pid: number): string => readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').find((l) => l.startsWith('0::'))!.slice(3)
 
+/** Start another shell on `c` (after an exit or a refusal); the cgroup it runs in once its wrapper has entered it. */
+async function nextShellCgroup(c: TermClient): Promise<string> {
+  const from = c.frames.length
+  c.send({ type: 'create' })
+  const created = await c.frame('created', from)
+  await c.run('true')
+  return cgroupOf(created.pid as number)
+}
+
 async function shell(port: number): Promise<TermClient> {
   const c = await connect(port)
   c.send({ type: 'create' })
@@ -129,11 +138,7 @@ t.test('a kill frame ends the jobs that left the session too; the connection sta
   await until(() => marks.every((m) => withArg(m).length === 0), 10_000, 'every job to end')
   t.ok(await goneForGood(marks), 'none of them runs a second later')
   t.equal(c.closed, null, 'the connection stays open')
-  const next = c.frames.length
-  c.send({ type: 'create' })
-  const created = await c.frame('created', next)
-  await c.run('true')
-  t.equal(cgroupOf(created.pid as number), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'the new shell is in t2')
+  t.equal(await nextShellCgroup(c), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'the new shell is in t2')
 })
 
 t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to start there ends them and removes its tree', { skip }, async (t) => {
@@ -173,11 +178,7 @@ t.test('no cgroup for a terminal (the tree is full): an error frame, no shell, a
   t.equal(c.closed, null, 'the connection stays')
   t.match(await first.run('echo still-$((1+1))'), /^still-2/, 'and the other terminal works on')
   writeFileSync(path.join(root, 'cgroup.max.descendants'), 'max')
-  const from = c.frames.length
-  c.send({ type: 'create' })
-  const created = await c.frame('created', from)
-  await c.run('true')
-  t.equal(cgroupOf(created.pid as number), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'once there is room, the next create gets a shell in a cgroup of its own')
+  t.equal(await nextShellCgroup(c), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'once there is room, the next create gets a shell in a cgroup of its own')
 })
 
 t.test('a job a shell put in a cgroup of its own under its terminal\'s ends with the terminal too, and a name a shell took is skipped', { skip }, async (t) => {

@@ -64,17 +64,6 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** Remove `dir`'s child cgroups, then `dir`; whatever still holds a process stays (the kernel refuses). */
-function removeTree(dir: string): boolean {
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeTree(path.join(dir, entry.name))
-    rmdirSync(dir)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** Back into the cgroup the bridge started in, from the part of the tree it could not finish. */
 function moveBack(ownDir: string): void {
   try {
@@ -120,7 +109,7 @@ function sweep(own: string): void {
   }
   const stop = performance.now() + SWEEP_WAIT_MS
   const sleeper = new Int32Array(new SharedArrayBuffer(4))
-  for (let left = dead; left.length > 0 && performance.now() < stop; Atomics.wait(sleeper, 0, 0, 20)) left = left.filter((dir) => !removeTree(dir))
+  for (let left = dead; left.length > 0 && performance.now() < stop; Atomics.wait(sleeper, 0, 0, 20)) left = left.filter((dir) => !removeCgroup(dir))
 }
 
 /**
@@ -162,7 +151,7 @@ export function setUpContainment(account: ShellAccount): Containment | NoContain
     }
   } catch (err) {
     if (moved) moveBack(ownDir)
-    removeTree(root)
+    removeCgroup(root)
     const e = err as NodeJS.ErrnoException
     return { root: null, reason: e.code === 'ENOKILL' ? e.message : `cannot set up ${root} (${e.code ?? String(err)})` }
   }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { accessSync, constants, readdirSync, readFileSync, rmdirSync } from 'node:fs'
+import { accessSync, constants, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { IncomingMessage } from 'node:http'
@@ -50,16 +50,8 @@ export function cgroupHierarchy(): { own: string; path: string } | { why: string
   return { own, path: dir }
 }
 
-/** Remove a cgroup and those under it, deepest first; false while one still holds a process. */
-export function removeCgroupTree(dir: string): boolean {
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory() && !removeCgroupTree(path.join(dir, entry.name))) return false
-    rmdirSync(dir)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT'
-  }
-}
+/** Remove a cgroup and those under it, deepest first; false while one still holds a process (the bridge's own removal). */
+export { removeCgroup as removeCgroupTree } from '../../lib/bridge/containment.js'
 
 /** Start the real bridge on an ephemeral port (run by `wrapper` when given). */
 export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<RunningProcess> {

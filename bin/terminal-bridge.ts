@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)
   // A cgroup per terminal where the bridge may make them (its unit's, Delegate=yes); set up while
   // still root, which hands the bridge's part of the tree to the shell account.
-  const containment = setUpContainment(account)
+  const containment = setUpContainment(account, config.maxConn)
   const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine, containment: containment.root !== null ? containment : null })
   const port = await listen(bridge.server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
     throw listenProblem(err, { hostVar: 'TERMINAL_HOST', host: config.host, portVar: 'TERMINAL_PORT', port: config.port, examples: '127.0.0.1 or ::1 (loopback only)' })

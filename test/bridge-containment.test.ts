@@ -17,7 +17,7 @@ let privateCount = 0
  * the dead bridges' trees beside its own at start, and other test files' bridges, started in this
  * process's cgroup, must not sweep this file's (nor this file's theirs). Removed at the end.
  */
-function privateCgroup(): { dir: string; cgroup: string; start(): Promise<RunningProcess>; remove(): Promise<void> } {
+function privateCgroup(): { dir: string; cgroup: string; start(env?: Record<string, string>): Promise<RunningProcess>; remove(): Promise<void> } {
   const name = `playfield-test.${process.pid}.${++privateCount}`
   const dir = path.join(ownDir, name)
   mkdirSync(dir)
@@ -25,7 +25,7 @@ function privateCgroup(): { dir: string; cgroup: string; start(): Promise<Runnin
   return {
     dir,
     cgroup: path.join(ownCgroup, name),
-    start: () => startBridge({}, wrapper),
+    start: (env = {}) => startBridge(env, wrapper),
     async remove() {
       for (const stop = Date.now() + 5_000; !removeCgroupTree(dir) && Date.now() < stop; ) await sleep(50)
     },
@@ -177,8 +177,36 @@ t.test('no cgroup for a terminal (the tree is full): an error frame, no shell, a
   t.same(readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort(), ['bridge', 't1'], 'nothing was made for it')
   t.equal(c.closed, null, 'the connection stays')
   t.match(await first.run('echo still-$((1+1))'), /^still-2/, 'and the other terminal works on')
-  writeFileSync(path.join(root, 'cgroup.max.descendants'), 'max')
+  writeFileSync(path.join(root, 'cgroup.max.descendants'), '257')
   t.equal(await nextShellCgroup(c), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't3'), 'once there is room, the next create gets a shell in a cgroup of its own')
+})
+
+t.test('the tree is bounded where a shell cannot raise the bounds: 8 levels deep, 64 cgroups per allowed connection', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const bridge = await cg.start({ TERMINAL_MAX_CONN: '2' })
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
+  t.equal(readFileSync(path.join(root, 'cgroup.max.depth'), 'utf8').trim(), '8')
+  t.equal(readFileSync(path.join(root, 'cgroup.max.descendants'), 'utf8').trim(), '129', 'the bridge\'s own and 64 for each of the 2 connections')
+  const c = await shell(bridge.port)
+  const raise = await c.run(`echo max >${root}/cgroup.max.descendants 2>/dev/null && echo raised-count || echo refused-$((1+1)); echo max >${root}/cgroup.max.depth 2>/dev/null && echo raised-depth || echo refused-$((2+1))`)
+  t.match(raise, /refused-2[\s\S]*refused-3/, 'the shell may raise neither')
+  t.notMatch(raise, /raised/)
+  t.equal(readFileSync(path.join(root, 'cgroup.max.descendants'), 'utf8').trim(), '129', 'the bound is as it was')
+  // t1 is at depth 1: seven levels under it are the shell's, the eighth is refused.
+  const t1 = path.join(root, 't1')
+  t.match(await c.run(`mkdir -p ${t1}/a/b/c/d/e/f/g && echo made-$((3+4))`), /made-7/, 'seven levels under the terminal\'s cgroup')
+  t.match(await c.run(`mkdir ${t1}/a/b/c/d/e/f/g/h 2>/dev/null || echo refused-$((4+4))`), /refused-8/, 'not eight')
+  t.notOk(existsSync(path.join(t1, 'a/b/c/d/e/f/g/h')))
+  // bridge/, t1 and its 7: 120 more fit in the 129, then the kernel refuses (EAGAIN).
+  const made = Number((await c.run(`n=0; while mkdir ${t1}/w$n 2>/dev/null; do n=$((n+1)); done; echo count=$n`)).match(/count=(\d+)/)![1])
+  t.equal(made, 120, 'the shell made cgroups up to the bound and no more')
+  c.ws.close()
+  await until(() => !existsSync(t1), 10_000, 't1 and all under it to be removed')
+  const next = await shell(bridge.port)
+  await next.run('true')
+  t.equal(cgroupOf(pidOf(next)), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'and once they are gone, the next terminal has room again')
+  next.ws.close()
 })
 
 t.test('a job a shell put in a cgroup of its own under its terminal\'s ends with the terminal too, and a name a shell took is skipped', { skip }, async (t) => {

@@ -88,6 +88,17 @@ function reclaim(dir: string): void {
   }
 }
 
+/**
+ * How deep and how many cgroups the bridge's tree may hold, set on its root while the bridge is
+ * still root, so the shell account cannot raise them: a terminal's `t<n>` is at depth 1 and a
+ * shell may nest its own cgroups 7 levels under it (a rootless container engine makes 2–3), and
+ * each connection the bridge allows counts for 64 (its `t<n>` and what its shell makes), plus the
+ * bridge's own. A cgroup is kernel memory that no controller here charges to anyone; unbounded,
+ * `while mkdir x; do cd x; done` in one terminal would take it from the whole machine.
+ */
+export const TREE_MAX_DEPTH = 8
+export const TREE_CGROUPS_PER_CONNECTION = 64
+
 /** How long a start waits for the processes of a dead bridge's terminals to go, after their SIGKILL. */
 const SWEEP_WAIT_MS = 1_000
 
@@ -118,7 +129,7 @@ function sweep(own: string): void {
  * without `cgroup.kill`, no right to make a cgroup where the bridge runs) leaves the bridge without
  * it, with the reason, and in the cgroup it started in.
  */
-export function setUpContainment(account: ShellAccount): Containment | NoContainment {
+export function setUpContainment(account: ShellAccount, maxConn: number): Containment | NoContainment {
   let mount: string | null
   let own: string | null
   try {
@@ -139,6 +150,8 @@ export function setUpContainment(account: ShellAccount): Containment | NoContain
   let moved = false
   try {
     if (!existsSync(path.join(root, 'cgroup.kill'))) throw Object.assign(new Error('the kernel has no cgroup.kill (Linux 5.14)'), { code: 'ENOKILL' })
+    writeFileSync(path.join(root, 'cgroup.max.depth'), String(TREE_MAX_DEPTH))
+    writeFileSync(path.join(root, 'cgroup.max.descendants'), String(1 + maxConn * TREE_CGROUPS_PER_CONNECTION))
     const bridge = path.join(root, 'bridge')
     mkdirSync(bridge)
     writeFileSync(path.join(bridge, 'cgroup.procs'), String(process.pid))

@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { alive, cgroupHierarchy, connect, removeCgroupTree, ORIGIN, SHELL_USER, startBridge, type TermClient, TICKET_SECRET, uidOf, until } from './helpers/terminal.js'
 import { BRIDGE_JS, startPlatform, type RunningProcess } from './helpers/platform.js'
 
@@ -158,6 +159,52 @@ t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to
   t.same(withArg(mark), [], 'the next bridge ended the job before it listened')
   t.notOk(existsSync(root), 'and removed the dead bridge\'s tree')
   t.ok(existsSync(path.join(cg.dir, `playfield-terminal.${second.child.pid}`)), 'its own is there')
+})
+
+/** A `sleep` carrying `mark`, in `cgroup` (a directory) when given; killed at the test's end. */
+function sleeper(t: Test, mark: string, cgroup?: string): number {
+  const child = spawn('sleep', [mark], { stdio: 'ignore' })
+  t.teardown(() => void child.kill('SIGKILL'))
+  if (cgroup) writeFileSync(path.join(cgroup, 'cgroup.procs'), String(child.pid))
+  return child.pid!
+}
+
+t.test('a dead bridge\'s tree whose pid another process has taken since is swept all the same', { skip }, async (t) => {
+  // Found in review: the sweep went by the pid in the name alone, and skipped such a tree for as
+  // long as the process that took the pid lived.
+  const cg = privateCgroup()
+  const taker = sleeper(t, `9${process.pid}6`) // in this test's cgroup, where no bridge of cg's is
+  const tree = path.join(cg.dir, `playfield-terminal.${taker}`)
+  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
+  mkdirSync(path.join(tree, 't1'))
+  const mark = `9${process.pid}7`
+  sleeper(t, mark, path.join(tree, 't1'))
+  t.equal(withArg(mark).length, 1, 'the left job runs')
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  t.same(withArg(mark), [], 'the start ended the job')
+  t.notOk(existsSync(tree), 'and removed the tree')
+  t.ok(alive(taker), 'the process that has the pid now runs on')
+})
+
+t.test('a live bridge\'s tree is kept whatever its name\'s pid is here (another PID namespace)', { skip }, async (t) => {
+  const cg = privateCgroup()
+  // A pid no process has: one that has just exited and been collected.
+  const gone = spawn('true')
+  await new Promise((resolve) => gone.on('exit', resolve))
+  const tree = path.join(cg.dir, `playfield-terminal.${gone.pid}`)
+  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
+  mkdirSync(path.join(tree, 't1'))
+  const other = sleeper(t, `9${process.pid}8`, path.join(tree, 'bridge'))
+  const mark = `9${process.pid}9`
+  sleeper(t, mark, path.join(tree, 't1'))
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  t.ok(alive(other), 'the other bridge runs on')
+  t.equal(withArg(mark).length, 1, 'and so does its terminal\'s job')
+  t.ok(existsSync(path.join(tree, 't1')), 'its tree is as it was')
+  writeFileSync(path.join(tree, 'cgroup.kill'), '1')
+  await until(() => removeCgroupTree(tree), 5_000, 'the stand-in tree to be removed')
 })
 
 t.test('no cgroup for a terminal (the tree is full): an error frame, no shell, and the connection stays', { skip }, async (t) => {

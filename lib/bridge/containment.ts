@@ -55,13 +55,31 @@ function ownCgroup(): string | null {
   return line ? line.slice(3) : null
 }
 
-function pidAlive(pid: number): boolean {
+/** The cgroup (v2) of process `pid`, as /proc names it ("/path"); null when it is gone. */
+function cgroupOfPid(pid: number): string | null {
   try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
+    const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').find((l) => l.startsWith('0::'))
+    return line ? line.slice(3) : null
+  } catch {
+    return null
   }
+}
+
+/**
+ * Whether the part of the tree `name` under `ownDir` (the cgroup `own`) has lost its bridge. A
+ * live bridge is in its `bridge/`, which no other process may enter (its `cgroup.procs` stays
+ * root's), so that is asked first: the pid in the name may have been taken by another process
+ * since, or belong to another PID namespace. Where `bridge/` cannot be read (a 0700 tree, to a
+ * root without CAP_DAC_OVERRIDE), the named process must be gone, or be somewhere a bridge never
+ * is: neither in its tree nor still in the cgroup it started in, this one's, as a bridge is
+ * between making its tree and moving into it.
+ */
+function abandoned(ownDir: string, own: string, name: string): boolean {
+  if (cgroupPopulated(path.join(ownDir, name, 'bridge'))) return false
+  const pid = Number(name.slice(PREFIX.length))
+  if (pid === process.pid) return false
+  const where = cgroupOfPid(pid)
+  return where === null || (where !== own && !where.startsWith(`${path.posix.join(own, name)}/`))
 }
 
 /** Back into the cgroup the bridge started in, from the part of the tree it could not finish. */
@@ -108,11 +126,10 @@ const SWEEP_WAIT_MS = 1_000
  * they left running (a job that ignored the PTY's hang-up) is killed here; outside systemd, which
  * ends a unit's whole tree when the bridge exits, nothing else would.
  */
-function sweep(own: string): void {
-  const dead = readdirSync(own)
-    .filter((name) => name.startsWith(PREFIX) && /^[1-9][0-9]*$/.test(name.slice(PREFIX.length)))
-    .filter((name) => Number(name.slice(PREFIX.length)) !== process.pid && !pidAlive(Number(name.slice(PREFIX.length))))
-    .map((name) => path.join(own, name))
+function sweep(ownDir: string, own: string): void {
+  const dead = readdirSync(ownDir)
+    .filter((name) => name.startsWith(PREFIX) && /^[1-9][0-9]*$/.test(name.slice(PREFIX.length)) && abandoned(ownDir, own, name))
+    .map((name) => path.join(ownDir, name))
   if (dead.length === 0) return
   for (const dir of dead) {
     reclaim(dir)
@@ -142,7 +159,7 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   const ownDir = path.join(mount, own)
   const root = path.join(ownDir, `${PREFIX}${process.pid}`)
   try {
-    sweep(ownDir)
+    sweep(ownDir, own)
     mkdirSync(root)
   } catch (err) {
     return { root: null, reason: `cannot make a cgroup in ${ownDir} (${(err as NodeJS.ErrnoException).code ?? String(err)})` }

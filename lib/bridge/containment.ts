@@ -114,8 +114,8 @@ function reclaim(dir: string): void {
  * bridge's own. A cgroup is kernel memory that no controller here charges to anyone; unbounded,
  * `while mkdir x; do cd x; done` in one terminal would take it from the whole machine.
  */
-export const TREE_MAX_DEPTH = 8
-export const TREE_CGROUPS_PER_CONNECTION = 64
+const TREE_MAX_DEPTH = 8
+const TREE_CGROUPS_PER_CONNECTION = 64
 
 /** How long a start waits for the processes of a dead bridge's terminals to go, after their SIGKILL. */
 const SWEEP_WAIT_MS = 1_000

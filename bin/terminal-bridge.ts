@@ -19,11 +19,21 @@ process.on('SIGUSR1', () => undefined)
 const SHUTDOWN_DEADLINE_MS = 4_500
 
 async function main(): Promise<void> {
+  // `check`: the settings as the start would take them, before an upgrade's restart; it writes nothing.
+  const [command, ...args] = process.argv.slice(2)
+  if (command !== undefined && (command !== 'check' || args.length > 0)) {
+    process.stderr.write('usage: terminal-bridge [check]\n')
+    process.exit(64)
+  }
   const config = loadBridgeConfig()
   const account = resolveShellAccount(config)
+  checkShell(config.shell)
+  if (command === 'check') {
+    process.stdout.write(`bridge settings ok: shells run as ${account.username} (${config.shell}), at most ${config.maxConn} connections, on ${config.host}\n`)
+    return
+  }
   // Only a root bridge switches accounts: any other runs shells as itself, whatever TERMINAL_USER says.
   if (config.user !== null && config.user !== account.username) logLine({ event: 'bridge.terminal_user_ignored', terminalUser: config.user, shellUser: account.username, why: 'the bridge is not root, so its shells run as its own account' })
-  checkShell(config.shell)
   // DATA_DIR matters only when the ticket secret is shared through it (read, or generated there).
   if (config.ticketSecret === null) checkDirectories(config, { readOnly: true })
   const ticketKeys = loadSecret(config.dataDir, 'terminal-ticket-secret', config.ticketSecret)

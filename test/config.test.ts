@@ -1,13 +1,14 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
+import os from 'node:os'
 import net from 'node:net'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
-import { startBridge } from './helpers/terminal.js'
+import { ensureShellUser, SHELL_USER, startBridge } from './helpers/terminal.js'
 
 // GAME_BACKEND=nakama with one of its keys unset: each is required (CONTRACT §1).
 const NAKAMA = { GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }
@@ -213,6 +214,37 @@ function runPlatform(args: string[], env: Record<string, string>, cwd = ROOT, pr
     )
   })
 }
+
+/** Run bin/terminal-bridge with only PATH and `env`: its exit code, stdout and stderr. */
+function runBridge(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(path.join(ROOT, 'bin/terminal-bridge'), args, { env: { PATH: process.env.PATH!, ...env }, cwd: ROOT }, (err, stdout, stderr) =>
+      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stdout, stderr }),
+    )
+  })
+}
+
+t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes them, before an upgrade\'s restart; it writes nothing and exits', async (t) => {
+  const root = process.getuid?.() === 0
+  if (root) ensureShellUser()
+  const account = root ? SHELL_USER : os.userInfo().username
+  const dataDir = tempDir()
+  const env = { DATA_DIR: dataDir, ...(root ? { TERMINAL_USER: SHELL_USER } : {}) }
+  t.strictSame(await runBridge(['check'], { ...env, TERMINAL_MAX_CONN: '7', TERMINAL_HOST: '::1' }), {
+    code: 0,
+    stdout: `bridge settings ok: shells run as ${account} (/bin/bash), at most 7 connections, on ::1\n`,
+    stderr: '',
+  })
+  t.same(readdirSync(dataDir), [], 'no secret or anything else was made in DATA_DIR')
+  t.strictSame(await runBridge(['check'], { ...env, TERMINAL_MAX_CONN: '0' }), { code: 2, stdout: '', stderr: 'config: TERMINAL_MAX_CONN: "0" is invalid; expected an integer from 1 to 9999\n' }, 'a value the start refuses')
+  t.strictSame(await runBridge(['check'], { ...env, SHELL: '/etc/passwd' }), { code: 2, stdout: '', stderr: 'config: SHELL: "/etc/passwd" is not executable; expected an absolute path to a shell\n' }, 'a shell that is no program')
+  if (root) {
+    t.strictSame(await runBridge(['check'], { DATA_DIR: dataDir }), { code: 2, stdout: '', stderr: 'config: TERMINAL_USER: must name an unprivileged account when the bridge runs as root; shells never run as root\n' }, 'a root bridge without TERMINAL_USER')
+  }
+  for (const args of [['check', 'now'], ['chek'], ['--help']]) {
+    t.strictSame(await runBridge(args, env), { code: 64, stdout: '', stderr: 'usage: terminal-bridge [check]\n' }, `usage for ${args.join(' ')}`)
+  }
+})
 
 t.test('bin/platform works through a link and from another directory; there a missing MANIFESTS_DIR stops it before it makes ./data; check refuses an unusable SCREENSHOTS_DIR as the start does', async (t) => {
   const elsewhere = tempDir()

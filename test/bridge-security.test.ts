@@ -90,6 +90,25 @@ t.test('an upgrade Node\'s parser refuses (a byte no target may hold) is a JSON 
   t.match(await health(), { status: 'ok' })
 })
 
+t.test('a request without Host and a CONNECT get the platform\'s JSON 400 with nosniff, not Node\'s bare answers; a CONNECT is logged and spends no ticket', async (t) => {
+  // Found by an audit: Node answered the first with an empty 400 and closed the second without a word.
+  const hostless = await rawBytes(bridge.port, 'GET / HTTP/1.1\r\n\r\n')
+  t.match(hostless, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.match(hostless, /\r\ncontent-type: application\/json; charset=utf-8\r\n/)
+  t.match(hostless, /\r\nx-content-type-options: nosniff\r\n/)
+  t.same(JSON.parse(hostless.slice(hostless.indexOf('\r\n\r\n') + 4)), { error: 'the Host header is missing', code: 'BAD_REQUEST' })
+  const old = await rawBytes(bridge.port, 'GET / HTTP/1.0\r\n\r\n')
+  t.match(JSON.parse(old.slice(old.indexOf('\r\n\r\n') + 4)), { status: 'ok' }, 'HTTP/1.0 needs no Host: health as usual')
+  const logged = bridge.logs.length
+  const unspent = ticket()
+  const connect = await rawBytes(bridge.port, `CONNECT /ws?ticket=${encodeURIComponent(unspent)} HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\n\r\n`)
+  t.match(connect, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.match(connect, /\r\nx-content-type-options: nosniff\r\n/)
+  t.same(JSON.parse(connect.slice(connect.indexOf('\r\n\r\n') + 4)), { error: 'CONNECT is not served: this is no proxy', code: 'BAD_REQUEST' })
+  t.match(await waitForLog(bridge.logs, 'http.client_error', logged), { status: 400, error: 'CONNECT /ws?ticket=' }, 'logged')
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(unspent)}`, ORIGIN), 101, 'the ticket was not spent')
+})
+
 t.test('headers that trickle in are cut with 408 once 10 s old, as the platform cuts them (it forwards /terminal-ws/ as a tunnel)', { timeout: 40_000 }, async (t) => {
   const { text: answer, seconds } = await trickle(bridge.port, 'GET /ws HTTP/1.1\r\nHost: x\r\n', 'X-Drip: 1\r\n', 35_000)
   t.match(answer, /^HTTP\/1\.1 408 /)

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { BridgeConfig } from '../config.js'
-import { serverOnClientError } from '../http/client-error.js'
+import { serverOnClientError, serverOnConnect } from '../http/client-error.js'
 import { SLOW_CLIENT_LIMITS } from '../http/slow-clients.js'
 import { refuseUpgrade } from '../http/refuse-upgrade.js'
 import { reinject } from '../http/reinject.js'
@@ -83,7 +83,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
   })
 
   // The platform's limits on slow clients: it forwards /terminal-ws/ as a tunnel, with none of its own.
-  const server = http.createServer(SLOW_CLIENT_LIMITS, (req, res) => {
+  const server = http.createServer({ ...SLOW_CLIENT_LIMITS, requireHostHeader: false }, (req, res) => {
     // No request here has a body worth reading; what comes is read and dropped, so the connection stays usable.
     req.resume()
     // A target no URL can be made of (`//[/`, which a proxy passes on as it came) is a 400, not a throw.
@@ -91,13 +91,18 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
     const health = path === '/' && (req.method === 'GET' || req.method === 'HEAD')
     const notice = path === ACCESS_CHANGED && req.method === 'POST'
     const bearer = /^Bearer ([A-Za-z0-9_-]{1,100})$/.exec(req.headers.authorization ?? '')?.[1]
-    const status = health ? 200 : notice ? (bearer !== undefined && isAccessChangedCredential(ticketKeys, bearer) ? 202 : 403)
+    // RFC 9112 §3.2: HTTP/1.1 requires Host; Node's own 400 for it has no body and no nosniff.
+    const hostless = req.headers.host === undefined && req.httpVersionMinor >= 1
+    const status = hostless ? 400 : health ? 200 : notice ? (bearer !== undefined && isAccessChangedCredential(ticketKeys, bearer) ? 202 : 403)
       : path === undefined ? 400 : path === '/' || path === ACCESS_CHANGED ? 405 : 404
     if (status === 202) access.recheck()
-    const body = health
+    const body = status === 200
       ? { status: 'ok', connections: connections.size, max: config.maxConn, uptime: Math.floor(process.uptime()) }
-      : status === 202 ? { success: true } : { error: ERRORS[status]![0], code: ERRORS[status]![1] }
+      : status === 202 ? { success: true }
+      : { error: hostless ? 'the Host header is missing' : ERRORS[status]![0], code: ERRORS[status]![1] }
     const text = JSON.stringify(body)
+    // As Node's own answer to it did: a client that sends no Host is not one to keep talking to.
+    if (hostless) res.shouldKeepAlive = false
     const allow = status === 405 ? { allow: path === '/' ? 'GET, HEAD' : 'POST' } : {}
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...allow })
     res.end(req.method === 'HEAD' ? undefined : text)
@@ -106,6 +111,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
   // A request Node's parser refuses (bytes that are not HTTP, a NUL in a header) never reaches
   // the upgrade's checks, so it spends no ticket: it gets the platform's JSON 400, nosniff, logged.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => serverOnClientError(err, socket, log))
+  // CONNECT, which Node would answer by closing the connection without a word: the platform's 400.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => serverOnConnect(req, socket, log))
   const heartbeat = startHeartbeat(server, connections)
   const access = startAccessChecks({
     url: config.platformUrl,

@@ -161,6 +161,10 @@ t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to
   t.ok(existsSync(path.join(cg.dir, `playfield-terminal.${second.child.pid}`)), 'its own is there')
 })
 
+function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+}
+
 /** A `sleep` carrying `mark`, in `cgroup` (a directory) when given; killed at the test's end. */
 function sleeper(t: Test, mark: string, cgroup?: string): number {
   const child = spawn('sleep', [mark], { stdio: 'ignore' })
@@ -280,6 +284,40 @@ t.test('a job a shell put in a cgroup of its own under its terminal\'s ends with
   await until(() => !existsSync(t1), 10_000, 't1 and t1/sub to be removed')
   t.pass('t1 and its sub-cgroup removed')
   next.ws.close()
+})
+
+t.test('a writer that left its terminal keeps flooding the PTY after the shell ends: a client that neither acks nor reads costs bounded memory, and exit comes once it reads', { skip }, async (t) => {
+  // Found in review: once the shell had ended, the PTY was no longer paused for the socket either,
+  // and a process that had left the session and the cgroup (the tree is the shell account's) grew
+  // the bridge by 150 MiB in 3 s for a client that read nothing.
+  const cg = privateCgroup()
+  const bridge = await cg.start()
+  t.teardown(() => bridge.stop().then(cg.remove))
+  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
+  const escape = path.join(root, 'esc')
+  t.teardown(async () => {
+    writeFileSync(path.join(escape, 'cgroup.kill'), '1')
+    await until(() => removeCgroupTree(escape), 5_000, 'the escaped writer\'s cgroup to go')
+  })
+  const c = await shell(bridge.port)
+  await c.run('true')
+  c.send({ type: 'ack', bytes: c.output.length })
+  const from = c.frames.length
+  c.send({ type: 'input', data: `mkdir ${escape}; setsid sh -c 'echo $$ >${escape}/cgroup.procs; sleep 1; exec yes "$(printf "%0100d" 0)"' & exec true\r` })
+  const before = rssMiB(bridge.child.pid!)
+  c.ws.pause()
+  let peak = before
+  // The shell ends at once, the writer starts a second later, and an ended terminal's PTY is
+  // closed 3 s after its shell when nothing holds it: 5 s covers the flood.
+  for (let i = 0; i < 50; i++) {
+    await sleep(100)
+    peak = Math.max(peak, rssMiB(bridge.child.pid!))
+  }
+  t.ok(peak - before < 20, `the bridge grew ${(peak - before).toFixed(1)} MiB in 5 s for a client that read nothing`)
+  c.ws.resume()
+  const exit = await c.frame('exit', from, 20_000)
+  t.same(exit, { type: 'exit', code: 0, signal: null }, 'once it reads, the rest comes and then exit')
+  t.equal(c.closed, null, 'and the connection stays')
 })
 
 t.test('a bridge that may make no cgroup says why, and its terminals still end by their session', { skip: process.getuid?.() === 0 ? false : 'needs root' }, async (t) => {

@@ -63,6 +63,8 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
   let sentChars = 0
   let ackedChars = 0
   let acking = false
+  /** The shell has ended: its last output is not held to the ack window (Terminal's `ended`). */
+  let windowOff = false
   const ackWindow = new AckWindow()
 
   // Error frames the kernel did not take at once. A client that sends bad frames and never reads
@@ -105,7 +107,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
   // and, for a client that acks, the page keep up.
   function updateFlow(): void {
     if (!terminal) return
-    const unacked = acking ? sentChars - ackedChars : 0
+    const unacked = acking && !windowOff ? sentChars - ackedChars : 0
     if (unacked > ackWindow.size) ackWindow.held()
     if (ws.bufferedAmount > HIGH_WATER || unacked > ackWindow.size) terminal.pause()
     else if (ws.bufferedAmount < LOW_WATER && unacked < ackWindow.size * ACK_RESUME) terminal.resume()
@@ -121,6 +123,16 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
           send({ type: 'output', data })
           updateFlow()
         },
+        // What is left in the PTY once the session has ended is at most the kernel's buffer (12–19
+        // KB measured) and one read, unless a process that left the terminal still writes to it:
+        // the send buffer's marks bound that; the window would only keep the PTY's descriptor open,
+        // and `exit` unsent, until a client that stopped acking acks again (CONTRACT §6: a kill or
+        // an exit frees them).
+        ended() {
+          if (terminal !== spawned) return
+          windowOff = true
+          updateFlow()
+        },
         exit(code, signal) {
           if (terminal === spawned) terminal = null
           send({ type: 'exit', code, signal })
@@ -129,6 +141,7 @@ export function serveConnection(ws: WebSocket, claims: TicketClaims, { registry,
       terminal = spawned
       pid = spawned.pid
       sentChars = ackedChars = 0
+      windowOff = false
       ackWindow.restart()
       // The session line names only the last shell of a connection (New shell starts another):
       // each start is logged too, so every shell the bridge ran has its user, pid and time.

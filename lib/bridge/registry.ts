@@ -32,6 +32,7 @@ export class Registry {
     try {
       terminal = new Terminal(this.#account, this.#shell, cols, rows, {
         output: events.output,
+        ended: events.ended,
         exit: (code, signal) => {
           this.#terminals.delete(terminal)
           this.#track(terminal.end())

@@ -10,6 +10,11 @@ import { endSession, KILL_GRACE_MS } from './session-kill.js'
 export interface TerminalEvents {
   /** A frame's text, and the PTY bytes it carries. */
   output(data: string, bytes: number): void
+  /**
+   * The shell and its session are gone: a client's ack window need hold the PTY no longer (what
+   * is left is the shell's last output, sent ahead of `exit`); the socket's own marks still do.
+   */
+  ended(): void
   exit(code: number, signal: number | null): void
 }
 
@@ -47,8 +52,6 @@ export class Terminal {
   #disposed = false
   #exited = false
   #paused = false
-  /** The shell's session has ended: flow control no longer holds the PTY (#release). */
-  #released = false
   #straggler: NodeJS.Timeout | null = null
   #ending: Promise<void> | null = null
   /** The terminal's own cgroup (containment.ts), or null when the bridge runs without containment. */
@@ -92,7 +95,7 @@ export class Terminal {
 
   /** Stop reading the PTY: the shell blocks once the kernel's buffer is full. */
   pause(): void {
-    if (this.#paused || this.#released) return
+    if (this.#paused) return
     this.#paused = true
     this.#pty.pause()
   }
@@ -149,23 +152,9 @@ export class Terminal {
     // A read error (EIO once the slave side is closed) ends the stream as end of file does.
     if (error) this.#drain()
     if (this.#drained || this.#disposed) return this.#closeMaster(error)
-    void this.end().then(() => this.#release())
+    void this.end().then(() => this.#closed || this.#events.ended())
     this.#straggler ??= setInterval(() => this.#closeStraggler(), STRAGGLER_MS)
     return this.#socket
-  }
-
-  /**
-   * The shell and its session are gone, so nothing of theirs is left to write: what waits in the
-   * master is at most the kernel's buffer (12–19 KB measured) and a read's worth in the stream.
-   * It is read now, paused or not, and sent ahead of `exit`, so a `kill` or an exit frees the
-   * descriptor at once (CONTRACT §6) rather than when a client that stopped acking acks again;
-   * with no shell, a window has no Ctrl-C left to keep quick.
-   */
-  #release(): void {
-    if (this.#closed || this.#released) return
-    this.#released = true
-    this.#paused = false
-    this.#pty.resume()
   }
 
   /** A process outside the session keeps the slave open: give up on it once we are not paused. */

@@ -77,7 +77,10 @@ export function serverOnConnect(req: IncomingMessage, socket: Duplex, log: (entr
   afterResponses(socket, () => {
     if (!socket.writable) return
     const id = closeWith(socket, 400, 'Bad Request', 'BAD_REQUEST', 'CONNECT is not served: this is no proxy')
-    log({ event: 'http.client_error', id, status: 400, error: `CONNECT ${req.url ?? ''}`.slice(0, 200) })
+    // The target without its query: a terminal ticket sent this way is not spent, and not logged either.
+    const target = req.url ?? ''
+    const query = target.indexOf('?')
+    log({ event: 'http.client_error', id, status: 400, error: `CONNECT ${query < 0 ? target : `${target.slice(0, query)}?…`}`.slice(0, 200) })
   })
 }
 

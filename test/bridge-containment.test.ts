@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
@@ -189,6 +189,31 @@ t.test('a dead bridge\'s tree whose pid another process has taken since is swept
   t.same(withArg(mark), [], 'the start ended the job')
   t.notOk(existsSync(tree), 'and removed the tree')
   t.ok(alive(taker), 'the process that has the pid now runs on')
+})
+
+t.test('a dead bridge\'s bridge/ that the shell account replaced, with a job moved into it, does not pass for a live bridge', { skip }, async (t) => {
+  // Found in review: the account owns the tree, so after its bridge died it could remove the
+  // empty bridge/, make its own, and move a job there; the sweep then took the tree for live.
+  const cg = privateCgroup()
+  const first = await cg.start()
+  const root = path.join(cg.dir, `playfield-terminal.${first.child.pid}`)
+  const c = await shell(first.port)
+  const mark = `9${first.child.pid}4`
+  await c.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1`)
+  await until(() => withArg(mark).length > 0, 10_000, 'the job to run')
+  await first.stop('SIGKILL')
+  const fake = path.join(root, 'bridge')
+  await until(() => removeCgroupTree(fake), 5_000, 'the dead bridge\'s bridge/ to be removable')
+  mkdirSync(fake)
+  chownSync(fake, uidOf(SHELL_USER), uidOf(SHELL_USER))
+  chownSync(path.join(fake, 'cgroup.procs'), uidOf(SHELL_USER), uidOf(SHELL_USER))
+  const decoy = sleeper(t, `9${first.child.pid}5`, fake)
+  t.ok(readFileSync(path.join(fake, 'cgroup.events'), 'utf8').includes('populated 1'), 'the stand-in bridge/ is populated')
+  const second = await cg.start()
+  t.teardown(() => second.stop().then(cg.remove))
+  t.same(withArg(mark), [], 'the next bridge ended the job')
+  t.notOk(alive(decoy), 'and the process in the stand-in bridge/')
+  t.notOk(existsSync(root), 'and removed the tree')
 })
 
 t.test('a live bridge\'s tree is kept whatever its name\'s pid is here (another PID namespace)', { skip }, async (t) => {

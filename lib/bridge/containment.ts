@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { ShellAccount } from './account.js'
 
@@ -49,17 +49,23 @@ function unifiedMount(): string | null {
   return null
 }
 
-/** This process's cgroup in the v2 hierarchy ("0::/path"), or null when it is in none. */
-function ownCgroup(): string | null {
-  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'))
+/** The cgroup (v2) of process `pid` ('self': this one), as /proc names it ("/path"); null when it is gone or in none. */
+function cgroupOfPid(pid: number | 'self'): string | null {
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+  } catch (err) {
+    if (pid === 'self') throw err
+    return null
+  }
+  const line = text.split('\n').find((l) => l.startsWith('0::'))
   return line ? line.slice(3) : null
 }
 
-/** The cgroup (v2) of process `pid`, as /proc names it ("/path"); null when it is gone. */
-function cgroupOfPid(pid: number): string | null {
+/** The owner (uid) of `file`, or null when it cannot be looked at. */
+function ownerOf(file: string): number | null {
   try {
-    const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n').find((l) => l.startsWith('0::'))
-    return line ? line.slice(3) : null
+    return statSync(file).uid
   } catch {
     return null
   }
@@ -67,15 +73,19 @@ function cgroupOfPid(pid: number): string | null {
 
 /**
  * Whether the part of the tree `name` under `ownDir` (the cgroup `own`) has lost its bridge. A
- * live bridge is in its `bridge/`, which no other process may enter (its `cgroup.procs` stays
- * root's), so that is asked first: the pid in the name may have been taken by another process
- * since, or belong to another PID namespace. Where `bridge/` cannot be read (a 0700 tree, to a
- * root without CAP_DAC_OVERRIDE), the named process must be gone, or be somewhere a bridge never
- * is: neither in its tree nor still in the cgroup it started in, this one's, as a bridge is
- * between making its tree and moving into it.
+ * live bridge is in its `bridge/`, which it made before it handed the tree over, so that
+ * `bridge/` has the owner `ownDir` has (root, for a root bridge), and no other process may enter
+ * it (its `cgroup.procs` stays that owner's). That is asked first: the pid in the name may have
+ * been taken by another process since, or belong to another PID namespace. A `bridge/` of the
+ * shell account's (it owns the tree, so it may replace a dead bridge's and move a job into it) is
+ * no sign of life. Where `bridge/` cannot be read (a 0700 tree, to a root without
+ * CAP_DAC_OVERRIDE), the named process must be gone, or be somewhere a bridge never is: neither
+ * in its tree nor still in the cgroup it started in, this one's, as a bridge is between making
+ * its tree and moving into it.
  */
 function abandoned(ownDir: string, own: string, name: string): boolean {
-  if (cgroupPopulated(path.join(ownDir, name, 'bridge'))) return false
+  const bridge = path.join(ownDir, name, 'bridge')
+  if (cgroupPopulated(bridge) && ownerOf(bridge) === ownerOf(ownDir)) return false
   const pid = Number(name.slice(PREFIX.length))
   if (pid === process.pid) return false
   const where = cgroupOfPid(pid)
@@ -151,7 +161,7 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   let own: string | null
   try {
     mount = unifiedMount()
-    own = ownCgroup()
+    own = cgroupOfPid('self')
   } catch (err) {
     return { root: null, reason: `cannot read /proc (${(err as NodeJS.ErrnoException).code ?? String(err)})` }
   }

@@ -142,15 +142,20 @@ t.test('a kill frame ends the jobs that left the session too; the connection sta
   t.equal(await nextShellCgroup(c), path.join(cg.cgroup, `playfield-terminal.${bridge.child.pid}`, 't2'), 'the new shell is in t2')
 })
 
-t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to start there ends them and removes its tree', { skip }, async (t) => {
-  const cg = privateCgroup()
+/** A bridge started in `cg`, a job ignoring SIGHUP left by its terminal (its argument `mark`), then the bridge SIGKILLed: its tree is left. */
+async function killedWithJob(cg: ReturnType<typeof privateCgroup>, tag: string): Promise<{ root: string; mark: string }> {
   const first = await cg.start()
-  const root = path.join(cg.dir, `playfield-terminal.${first.child.pid}`)
   const c = await shell(first.port)
-  const mark = `9${first.child.pid}3`
+  const mark = `9${first.child.pid}${tag}`
   await c.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1`)
   await until(() => withArg(mark).length > 0, 10_000, 'the job to run')
   await first.stop('SIGKILL')
+  return { root: path.join(cg.dir, `playfield-terminal.${first.child.pid}`), mark }
+}
+
+t.test('a bridge killed outright leaves its terminals\' jobs; the next bridge to start there ends them and removes its tree', { skip }, async (t) => {
+  const cg = privateCgroup()
+  const { root, mark } = await killedWithJob(cg, '3')
   await sleep(500)
   t.equal(withArg(mark).length, 1, 'the job outlives the bridge, which had no chance to end it')
   t.ok(existsSync(root), 'and so does the dead bridge\'s tree')
@@ -195,19 +200,13 @@ t.test('a dead bridge\'s bridge/ that the shell account replaced, with a job mov
   // Found in review: the account owns the tree, so after its bridge died it could remove the
   // empty bridge/, make its own, and move a job there; the sweep then took the tree for live.
   const cg = privateCgroup()
-  const first = await cg.start()
-  const root = path.join(cg.dir, `playfield-terminal.${first.child.pid}`)
-  const c = await shell(first.port)
-  const mark = `9${first.child.pid}4`
-  await c.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1`)
-  await until(() => withArg(mark).length > 0, 10_000, 'the job to run')
-  await first.stop('SIGKILL')
+  const { root, mark } = await killedWithJob(cg, '4')
   const fake = path.join(root, 'bridge')
   await until(() => removeCgroupTree(fake), 5_000, 'the dead bridge\'s bridge/ to be removable')
   mkdirSync(fake)
   chownSync(fake, uidOf(SHELL_USER), uidOf(SHELL_USER))
   chownSync(path.join(fake, 'cgroup.procs'), uidOf(SHELL_USER), uidOf(SHELL_USER))
-  const decoy = sleeper(t, `9${first.child.pid}5`, fake)
+  const decoy = sleeper(t, `${mark}5`, fake)
   t.ok(readFileSync(path.join(fake, 'cgroup.events'), 'utf8').includes('populated 1'), 'the stand-in bridge/ is populated')
   const second = await cg.start()
   t.teardown(() => second.stop().then(cg.remove))

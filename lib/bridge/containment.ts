@@ -1,5 +1,6 @@
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { cgroupOfPid, cgroupPopulated, killCgroup, ownerOf, removeCgroup, unifiedMount } from './cgroup.js'
 import type { ShellAccount } from './account.js'
 
 /**
@@ -36,40 +37,6 @@ export interface NoContainment {
 
 /** The name of a bridge's own part of the tree; the pid tells a live bridge's from one left behind. */
 const PREFIX = 'playfield-terminal.'
-
-/** Where the cgroup v2 hierarchy is mounted (its root, not a subtree), from /proc/self/mountinfo; null when it is not. */
-function unifiedMount(): string | null {
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
-    // "id parent major:minor root mountpoint options [optional...] - fstype source superoptions"
-    const [left, right] = line.split(' - ')
-    if (!left || !right || right.split(' ')[0] !== 'cgroup2') continue
-    const fields = left.split(' ')
-    if (fields[3] === '/') return fields[4]!.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
-  }
-  return null
-}
-
-/** The cgroup (v2) of process `pid` ('self': this one), as /proc names it ("/path"); null when it is gone or in none. */
-function cgroupOfPid(pid: number | 'self'): string | null {
-  let text: string
-  try {
-    text = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
-  } catch (err) {
-    if (pid === 'self') throw err
-    return null
-  }
-  const line = text.split('\n').find((l) => l.startsWith('0::'))
-  return line ? line.slice(3) : null
-}
-
-/** The owner (uid) of `file`, or null when it cannot be looked at. */
-function ownerOf(file: string): number | null {
-  try {
-    return statSync(file).uid
-  } catch {
-    return null
-  }
-}
 
 /**
  * Whether the part of the tree `name` under `ownDir` (the cgroup `own`) has lost its bridge. A
@@ -199,6 +166,7 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   return {
     root,
     create(): string | null {
+      let swept = false
       // A name a shell took already (the tree is the shell account's) is skipped, not a refusal.
       for (let tries = 0; tries < 100; tries++) {
         const dir = path.join(root, `t${++next}`)
@@ -206,7 +174,14 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
           mkdirSync(dir)
           return dir
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null
+          const code = (err as NodeJS.ErrnoException).code
+          // The tree's bound is reached: cgroups a shell made beside the terminals' own (never
+          // removed with a terminal) go once they are empty, and the name is tried again.
+          if (code === 'EAGAIN' && !swept) {
+            swept = true
+            next--
+            removeStrays(root, next)
+          } else if (code !== 'EEXIST') return null
         }
       }
       return null
@@ -214,46 +189,16 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   }
 }
 
-/**
- * The pids in `cgroup` and in every cgroup a shell made under it (the tree is the shell account's,
- * so `mkdir t1/x` and a move there is open to it); none once it is gone.
- */
-export function cgroupMembers(cgroup: string): number[] {
-  const pids: number[] = []
+/** Remove the empty cgroups under `root` that are neither `bridge/` nor a terminal's (`t1` to `t<last>`): a shell's own. */
+function removeStrays(root: string, last: number): void {
+  let entries: string[]
   try {
-    pids.push(...readFileSync(path.join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number))
-    for (const entry of readdirSync(cgroup, { withFileTypes: true })) if (entry.isDirectory()) pids.push(...cgroupMembers(path.join(cgroup, entry.name)))
+    entries = readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)
   } catch {
-    // Gone, or going.
+    return
   }
-  return pids
-}
-
-/** Whether a process is left anywhere in `cgroup`'s subtree (`cgroup.events`); false once it is gone. */
-export function cgroupPopulated(cgroup: string): boolean {
-  try {
-    return /^populated 1$/m.test(readFileSync(path.join(cgroup, 'cgroup.events'), 'utf8'))
-  } catch {
-    return false
-  }
-}
-
-/** SIGKILL to every process in `cgroup`, and to every one forked meanwhile, by the kernel. */
-export function killCgroup(cgroup: string): void {
-  try {
-    writeFileSync(path.join(cgroup, 'cgroup.kill'), '1')
-  } catch {
-    // Gone already.
-  }
-}
-
-/** Remove `cgroup`, the cgroups under it first, once they are empty; false while a process (a dying one) is still in them. */
-export function removeCgroup(cgroup: string): boolean {
-  try {
-    for (const entry of readdirSync(cgroup, { withFileTypes: true })) if (entry.isDirectory() && !removeCgroup(path.join(cgroup, entry.name))) return false
-    rmdirSync(cgroup)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+  for (const name of entries) {
+    const n = /^t([1-9][0-9]*)$/.exec(name)?.[1]
+    if (name !== 'bridge' && !(n !== undefined && Number(n) <= last)) removeCgroup(path.join(root, name))
   }
 }

@@ -1,5 +1,6 @@
 import type { ShellAccount } from './account.js'
-import { removeCgroup, type Containment } from './containment.js'
+import { removeCgroup } from './cgroup.js'
+import type { Containment } from './containment.js'
 import { Terminal, type TerminalEvents } from './terminal.js'
 
 /** The live PTYs of this bridge: spawn them, and end them all at shutdown. */

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { cgroupMembers, cgroupPopulated, killCgroup, removeCgroup } from './containment.js'
+import { cgroupMembers, cgroupPopulated, killCgroup, removeCgroup } from './cgroup.js'
 
 /** SIGHUP first; whatever is left this long after gets SIGKILL (CONTRACT §6). */
 export const KILL_GRACE_MS = 2_000

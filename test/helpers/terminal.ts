@@ -51,7 +51,7 @@ export function cgroupHierarchy(): { own: string; path: string } | { why: string
 }
 
 /** Remove a cgroup and those under it, deepest first; false while one still holds a process (the bridge's own removal). */
-export { removeCgroup as removeCgroupTree } from '../../lib/bridge/containment.js'
+export { removeCgroup as removeCgroupTree } from '../../lib/bridge/cgroup.js'
 
 /** Start the real bridge on an ephemeral port (run by `wrapper` when given). */
 export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<RunningProcess> {

@@ -1,10 +1,10 @@
 import { loadBridgeConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
+import { checkDirectories, checkHome, checkShell, dataDirExists, listenProblem } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/log.js'
 import { killEndingSessions } from '../lib/bridge/session-kill.js'
 import { listen } from '../lib/http/listen.js'
-import { loadSecret } from '../lib/secrets.js'
+import { checkStoredSecret, loadSecret } from '../lib/secrets.js'
 import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
 import { setUpContainment } from '../lib/bridge/containment.js'
 import { createBridge } from '../lib/bridge/server.js'
@@ -29,6 +29,8 @@ async function main(): Promise<void> {
   const account = resolveShellAccount(config)
   checkShell(config.shell)
   if (command === 'check') {
+    // The shared secret as the start would read it, DATA_DIR's own checks included, but nothing made.
+    if (config.ticketSecret === null && dataDirExists(config.dataDir)) checkStoredSecret(config.dataDir, 'terminal-ticket-secret', null)
     process.stdout.write(`bridge settings ok: shells run as ${account.username} (${config.shell}), at most ${config.maxConn} connections, on ${config.host}\n`)
     return
   }

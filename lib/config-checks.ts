@@ -62,16 +62,24 @@ function checkWritable(dataDir: string): void {
  * parents (0755) one level at a time. (mkdirSync's own recursive mode loops without end under a
  * parent that refuses new entries, such as /proc.)
  */
-function ensureDataDir(dir: string, value = dir, mode = 0o700): void {
-  const problem = (what: string): ConfigError => new ConfigError(`DATA_DIR: ${JSON.stringify(value)} ${what}; expected a directory path`)
+const dataDirProblem = (value: string, what: string): ConfigError => new ConfigError(`DATA_DIR: ${JSON.stringify(value)} ${what}; expected a directory path`)
+
+/** Whether DATA_DIR (or a parent of it, `dir`) is there: a directory, or not yet (false); anything else is a ConfigError. Writes nothing. */
+export function dataDirExists(dir: string, value = dir): boolean {
   try {
-    if (statSync(dir).isDirectory()) return
-    throw problem('is not a directory')
+    if (statSync(dir).isDirectory()) return true
+    throw dataDirProblem(value, 'is not a directory')
   } catch (err) {
     if (err instanceof ConfigError) throw err
     const code = (err as NodeJS.ErrnoException).code
-    if (code !== 'ENOENT') throw problem(`cannot be used (${code})`)
+    if (code !== 'ENOENT') throw dataDirProblem(value, `cannot be used (${code})`)
+    return false
   }
+}
+
+function ensureDataDir(dir: string, value = dir, mode = 0o700): void {
+  const problem = (what: string): ConfigError => dataDirProblem(value, what)
+  if (dataDirExists(dir, value)) return
   const parent = path.dirname(dir)
   if (parent !== dir) ensureDataDir(parent, value, 0o755)
   try {

@@ -23,12 +23,29 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   try {
     return loadOrCreate(file)
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (err instanceof ConfigError || code === undefined) throw err
-    // A DATA_DIR this user may read but not write (or a secrets folder it may not read): the one
-    // configuration line, not a stack trace.
-    throw new ConfigError(`DATA_DIR: the secret file ${JSON.stringify(file)} cannot be read or created (${code}); expected a DATA_DIR this user can write, or the secret in its environment variable`)
+    throw secretFileError(file, err)
   }
+}
+
+/** What loadSecret would refuse of a secret stored in DATA_DIR, without making one (a missing file is no problem): for `check`. */
+export function checkStoredSecret(dataDir: string, name: string, fromEnv: string | null): void {
+  if (fromEnv) return
+  const file = path.join(dataDir, 'secrets', name)
+  try {
+    readSecret(file)
+  } catch (err) {
+    throw secretFileError(file, err)
+  }
+}
+
+/**
+ * A DATA_DIR this user may read but not write (or a secrets folder it may not read): the one
+ * configuration line, not a stack trace.
+ */
+function secretFileError(file: string, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code
+  if (err instanceof ConfigError || code === undefined) return err
+  return new ConfigError(`DATA_DIR: the secret file ${JSON.stringify(file)} cannot be read or created (${code}); expected a DATA_DIR this user can write, or the secret in its environment variable`)
 }
 
 /**

@@ -238,6 +238,16 @@ t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes the
   t.same(readdirSync(dataDir), [], 'no secret or anything else was made in DATA_DIR')
   t.strictSame(await runBridge(['check'], { ...env, TERMINAL_MAX_CONN: '0' }), { code: 2, stdout: '', stderr: 'config: TERMINAL_MAX_CONN: "0" is invalid; expected an integer from 1 to 9999\n' }, 'a value the start refuses')
   t.strictSame(await runBridge(['check'], { ...env, SHELL: '/etc/passwd' }), { code: 2, stdout: '', stderr: 'config: SHELL: "/etc/passwd" is not executable; expected an absolute path to a shell\n' }, 'a shell that is no program')
+  // Found in review: check passed a DATA_DIR and a stored secret the start refuses.
+  t.strictSame(await runBridge(['check'], { ...env, DATA_DIR: '/etc/hostname' }), { code: 2, stdout: '', stderr: 'config: DATA_DIR: "/etc/hostname" is not a directory; expected a directory path\n' }, 'a DATA_DIR that is a file')
+  const short = tempDir()
+  mkdirSync(path.join(short, 'secrets'))
+  writeFileSync(path.join(short, 'secrets', 'terminal-ticket-secret'), 'short\n')
+  const file = JSON.stringify(path.join(short, 'secrets', 'terminal-ticket-secret'))
+  t.strictSame(await runBridge(['check'], { ...env, DATA_DIR: short }), { code: 2, stdout: '', stderr: `config: DATA_DIR: ${file} holds no usable secret (5 characters); expected at least 32 characters on one line: delete the file to have a new one generated\n` }, 'a stored secret the start would refuse')
+  const missing = path.join(tempDir(), 'data')
+  t.equal((await runBridge(['check'], { ...env, DATA_DIR: missing })).code, 0, 'a DATA_DIR the start would make')
+  t.notOk(existsSync(missing), 'and check does not make it')
   if (root) {
     t.strictSame(await runBridge(['check'], { DATA_DIR: dataDir }), { code: 2, stdout: '', stderr: 'config: TERMINAL_USER: must name an unprivileged account when the bridge runs as root; shells never run as root\n' }, 'a root bridge without TERMINAL_USER')
   }

@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { cgroupOfPid, cgroupPopulated, killCgroup, ownerOf, removeCgroup, unifiedMount } from './cgroup.js'
 import type { ShellAccount } from './account.js'
@@ -25,8 +25,8 @@ import type { ShellAccount } from './account.js'
 export interface Containment {
   /** `<own>/playfield-terminal.<pid>`: the bridge's part of the cgroup tree. */
   readonly root: string
-  /** A new, empty cgroup for one terminal, or null when it could not be made. */
-  create(): string | null
+  /** A new, empty cgroup for one terminal, or null when it could not be made; `live`: the running terminals' own. */
+  create(live: ReadonlySet<string>): string | null
 }
 
 /** Why a bridge runs without containment; its terminals are then ended by their session alone (session-kill.ts). */
@@ -38,25 +38,38 @@ export interface NoContainment {
 /** The name of a bridge's own part of the tree; the pid tells a live bridge's from one left behind. */
 const PREFIX = 'playfield-terminal.'
 
+/** Whether this process may enter directory `dir` (a 0700 tree of another account's, to a root without CAP_DAC_OVERRIDE, it may not). */
+function canEnter(dir: string): boolean {
+  try {
+    accessSync(dir, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * Whether the part of the tree `name` under `ownDir` (the cgroup `own`) has lost its bridge. A
  * live bridge is in its `bridge/`, which it made before it handed the tree over, so that
  * `bridge/` has the owner `ownDir` has (root, for a root bridge), and no other process may enter
- * it (its `cgroup.procs` stays that owner's). That is asked first: the pid in the name may have
- * been taken by another process since, or belong to another PID namespace. A `bridge/` of the
- * shell account's (it owns the tree, so it may replace a dead bridge's and move a job into it) is
- * no sign of life. Where `bridge/` cannot be read (a 0700 tree, to a root without
- * CAP_DAC_OVERRIDE), the named process must be gone, or be somewhere a bridge never is: neither
- * in its tree nor still in the cgroup it started in, this one's, as a bridge is between making
- * its tree and moving into it.
+ * it (its `cgroup.procs` stays that owner's). The pid in the name says little: another process
+ * may have taken it since (one of the shell account's, which may then move itself into the
+ * tree, whose `cgroup.procs` is the account's), or it may be another PID namespace's. So where
+ * the tree can be looked into, only a bridge still setting up, in the cgroup it started in (this
+ * one's, which the account may not enter), keeps a tree without such a `bridge/`. Where it cannot
+ * (a 0700 tree, to a root without CAP_DAC_OVERRIDE, as under the unit, whose stop ends the whole
+ * tree anyway), the named process must be gone or outside the tree too.
  */
 function abandoned(ownDir: string, own: string, name: string): boolean {
-  const bridge = path.join(ownDir, name, 'bridge')
-  if (cgroupPopulated(bridge) && ownerOf(bridge) === ownerOf(ownDir)) return false
+  const tree = path.join(ownDir, name)
+  const bridge = path.join(tree, 'bridge')
+  const readable = canEnter(tree)
+  if (readable && cgroupPopulated(bridge) && ownerOf(bridge) === ownerOf(ownDir)) return false
   const pid = Number(name.slice(PREFIX.length))
   if (pid === process.pid) return false
   const where = cgroupOfPid(pid)
-  return where === null || (where !== own && !where.startsWith(`${path.posix.join(own, name)}/`))
+  if (where === own) return false
+  return readable || where === null || !where.startsWith(`${path.posix.join(own, name)}/`)
 }
 
 /** Back into the cgroup the bridge started in, from the part of the tree it could not finish. */
@@ -165,9 +178,8 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   let next = 0
   return {
     root,
-    create(): string | null {
-      let swept = false
-      // A name a shell took already (the tree is the shell account's) is skipped, not a refusal.
+    create(live: ReadonlySet<string>): string | null {
+      let cleared = false
       for (let tries = 0; tries < 100; tries++) {
         const dir = path.join(root, `t${++next}`)
         try {
@@ -175,13 +187,18 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
           return dir
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code
-          // The tree's bound is reached: cgroups a shell made beside the terminals' own (never
-          // removed with a terminal) go once they are empty, and the name is tried again.
-          if (code === 'EAGAIN' && !swept) {
-            swept = true
+          // A name a shell took already (the tree is the shell account's; no terminal had it):
+          // taken back when it is empty, skipped when a process is in it, never a refusal.
+          if (code === 'EEXIST') {
+            if (removeCgroup(dir)) next--
+          } else if (code === 'EAGAIN' && !cleared) {
+            // The tree's bound is reached: the cgroups shells made beside the running terminals'
+            // own (none of which a terminal's end removes) go once they are empty, and the name is
+            // tried again.
+            cleared = true
             next--
-            removeStrays(root, next)
-          } else if (code !== 'EEXIST') return null
+            removeStrays(root, live)
+          } else return null
         }
       }
       return null
@@ -189,16 +206,13 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   }
 }
 
-/** Remove the empty cgroups under `root` that are neither `bridge/` nor a terminal's (`t1` to `t<last>`): a shell's own. */
-function removeStrays(root: string, last: number): void {
+/** Remove the empty cgroups under `root` other than `bridge/` and the running terminals' (`live`): what shells made. */
+function removeStrays(root: string, live: ReadonlySet<string>): void {
   let entries: string[]
   try {
     entries = readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)
   } catch {
     return
   }
-  for (const name of entries) {
-    const n = /^t([1-9][0-9]*)$/.exec(name)?.[1]
-    if (name !== 'bridge' && !(n !== undefined && Number(n) <= last)) removeCgroup(path.join(root, name))
-  }
+  for (const name of entries) if (name !== 'bridge' && !live.has(path.join(root, name))) removeCgroup(path.join(root, name))
 }

@@ -55,11 +55,11 @@ export class Terminal {
   #straggler: NodeJS.Timeout | null = null
   #ending: Promise<void> | null = null
   /** The terminal's own cgroup (containment.ts), or null when the bridge runs without containment. */
-  readonly #cgroup: string | null
+  readonly cgroup: string | null
 
   constructor(account: ShellAccount, shell: string, cols: number, rows: number, events: TerminalEvents, cgroup: string | null = null) {
     const { file, args } = shellCommand(shell, cgroup)
-    this.#cgroup = cgroup
+    this.cgroup = cgroup
     this.#events = events
     this.#batcher = new OutputBatcher((data, bytes) => this.#disposed || events.output(data, bytes))
     // The clean environment of CONTRACT §6; nothing of the bridge's own reaches the shell.
@@ -109,7 +109,7 @@ export class Terminal {
 
   /** End the shell's whole session and cgroup (a `kill` frame); the exit follows through `events.exit`. */
   end(): Promise<void> {
-    this.#ending ??= endSession(this.pid, KILL_GRACE_MS, this.#cgroup)
+    this.#ending ??= endSession(this.pid, KILL_GRACE_MS, this.cgroup)
     return this.#ending
   }
 

@@ -303,13 +303,17 @@ t.test('the tree is bounded where a shell cannot raise the bounds: 8 levels deep
   next.ws.close()
 })
 
-t.test('cgroups a shell made beside the terminals\' own, filling the tree, are removed once empty when a terminal finds no room', { skip }, async (t) => {
-  // Found in review: they were never removed, so the room they took was gone until a restart.
+/** A bridge of 2 connections in a private cgroup (129 cgroups in its tree), its tree's root, and a shell on it. */
+async function twoConnectionBridge(t: Test): Promise<{ cg: ReturnType<typeof privateCgroup>; bridge: RunningProcess; root: string; c: TermClient }> {
   const cg = privateCgroup()
   const bridge = await cg.start({ TERMINAL_MAX_CONN: '2' })
   t.teardown(() => bridge.stop().then(cg.remove))
-  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
-  const c = await shell(bridge.port)
+  return { cg, bridge, root: path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`), c: await shell(bridge.port) }
+}
+
+t.test('cgroups a shell made beside the terminals\' own, filling the tree, are removed once empty when a terminal finds no room', { skip }, async (t) => {
+  // Found in review: they were never removed, so the room they took was gone until a restart.
+  const { cg, bridge, root, c } = await twoConnectionBridge(t)
   // Of the 129, bridge/ and t1 are taken: a t9 (a name a terminal may get later) and 126 more fit.
   const refusedAt = Number((await c.run(`mkdir ${root}/t9; n=1; while mkdir ${root}/x$n 2>/dev/null; do n=$((n+1)); done; echo refused=$n`)).match(/refused=(\d+)/)![1])
   t.equal(refusedAt, 127, 'the shell filled the tree')
@@ -324,11 +328,7 @@ t.test('cgroups a shell made beside the terminals\' own, filling the tree, are r
 
 t.test('cgroups a shell made under the names the next terminals would get, filling the tree, are taken back once empty', { skip }, async (t) => {
   // Found in the second review: a name taken was skipped, and cgroups under skipped names were never removed.
-  const cg = privateCgroup()
-  const bridge = await cg.start({ TERMINAL_MAX_CONN: '2' })
-  t.teardown(() => bridge.stop().then(cg.remove))
-  const root = path.join(cg.dir, `playfield-terminal.${bridge.child.pid}`)
-  const c = await shell(bridge.port)
+  const { cg, bridge, root, c } = await twoConnectionBridge(t)
   const refusedAt = Number((await c.run(`n=2; while mkdir ${root}/t$n 2>/dev/null; do n=$((n+1)); done; echo refused=$n`)).match(/refused=(\d+)/)![1])
   t.equal(refusedAt, 129, 'the shell filled the tree with t2 to t128')
   const next = await shell(bridge.port)

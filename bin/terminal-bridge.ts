@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   checkShell(config.shell)
   if (command === 'check') {
     // The shared secret as the start would read it, DATA_DIR's own checks included, but nothing made.
-    if (config.ticketSecret === null && dataDirExists(config.dataDir)) checkStoredSecret(config.dataDir, 'terminal-ticket-secret', null)
+    if (config.ticketSecret === null && dataDirExists(config.dataDir)) checkStoredSecret(config.dataDir, 'terminal-ticket-secret')
     process.stdout.write(`bridge settings ok: shells run as ${account.username} (${config.shell}), at most ${config.maxConn} connections, on ${config.host}\n`)
     return
   }

@@ -28,8 +28,7 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
 }
 
 /** What loadSecret would refuse of a secret stored in DATA_DIR, without making one (a missing file is no problem): for `check`. */
-export function checkStoredSecret(dataDir: string, name: string, fromEnv: string | null): void {
-  if (fromEnv) return
+export function checkStoredSecret(dataDir: string, name: string): void {
   const file = path.join(dataDir, 'secrets', name)
   try {
     readSecret(file)

@@ -178,16 +178,25 @@ function sleeper(t: Test, mark: string, cgroup?: string): number {
   return child.pid!
 }
 
+/**
+ * A stand-in for a bridge's part of the tree, named for `pid`, in `cg`: an empty `bridge/`, and a
+ * `t1` holding a job that carries `mark` (killed at the test's end).
+ */
+function standInTree(t: Test, cg: ReturnType<typeof privateCgroup>, pid: number, mark: string): string {
+  const tree = path.join(cg.dir, `playfield-terminal.${pid}`)
+  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
+  mkdirSync(path.join(tree, 't1'))
+  sleeper(t, mark, path.join(tree, 't1'))
+  return tree
+}
+
 t.test('a dead bridge\'s tree whose pid another process has taken since is swept all the same', { skip }, async (t) => {
   // Found in review: the sweep went by the pid in the name alone, and skipped such a tree for as
   // long as the process that took the pid lived.
   const cg = privateCgroup()
   const taker = sleeper(t, `9${process.pid}6`) // in this test's cgroup, where no bridge of cg's is
-  const tree = path.join(cg.dir, `playfield-terminal.${taker}`)
-  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
-  mkdirSync(path.join(tree, 't1'))
   const mark = `9${process.pid}7`
-  sleeper(t, mark, path.join(tree, 't1'))
+  const tree = standInTree(t, cg, taker, mark)
   t.equal(withArg(mark).length, 1, 'the left job runs')
   const bridge = await cg.start()
   t.teardown(() => bridge.stop().then(cg.remove))
@@ -220,13 +229,10 @@ t.test('a dead bridge\'s tree does not pass for live because a process with its 
   // that came by the dead bridge's pid could move into the tree and keep it from the sweep.
   const cg = privateCgroup()
   const holder = sleeper(t, `9${process.pid}10`)
-  const tree = path.join(cg.dir, `playfield-terminal.${holder}`)
-  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
-  mkdirSync(path.join(tree, 'x'))
-  mkdirSync(path.join(tree, 't1'))
-  writeFileSync(path.join(tree, 'x', 'cgroup.procs'), String(holder))
   const mark = `9${process.pid}11`
-  sleeper(t, mark, path.join(tree, 't1'))
+  const tree = standInTree(t, cg, holder, mark)
+  mkdirSync(path.join(tree, 'x'))
+  writeFileSync(path.join(tree, 'x', 'cgroup.procs'), String(holder))
   const bridge = await cg.start()
   t.teardown(() => bridge.stop().then(cg.remove))
   t.same(withArg(mark), [], 'the start ended the left job')
@@ -239,12 +245,9 @@ t.test('a live bridge\'s tree is kept whatever its name\'s pid is here (another 
   // A pid no process has: one that has just exited and been collected.
   const gone = spawn('true')
   await new Promise((resolve) => gone.on('exit', resolve))
-  const tree = path.join(cg.dir, `playfield-terminal.${gone.pid}`)
-  mkdirSync(path.join(tree, 'bridge'), { recursive: true })
-  mkdirSync(path.join(tree, 't1'))
-  const other = sleeper(t, `9${process.pid}8`, path.join(tree, 'bridge'))
   const mark = `9${process.pid}9`
-  sleeper(t, mark, path.join(tree, 't1'))
+  const tree = standInTree(t, cg, gone.pid!, mark)
+  const other = sleeper(t, `9${process.pid}8`, path.join(tree, 'bridge'))
   const bridge = await cg.start()
   t.teardown(() => bridge.stop().then(cg.remove))
   t.ok(alive(other), 'the other bridge runs on')

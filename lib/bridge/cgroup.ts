@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 
 // Reading and writing cgroup (v2) files: what containment.ts builds its tree with, and what
@@ -27,15 +27,6 @@ export function cgroupOfPid(pid: number | 'self'): string | null {
   }
   const line = text.split('\n').find((l) => l.startsWith('0::'))
   return line ? line.slice(3) : null
-}
-
-/** The owner (uid) of `file`, or null when it cannot be looked at. */
-export function ownerOf(file: string): number | null {
-  try {
-    return statSync(file).uid
-  } catch {
-    return null
-  }
 }
 
 /**

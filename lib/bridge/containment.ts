@@ -1,6 +1,6 @@
-import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { cgroupOfPid, cgroupPopulated, killCgroup, ownerOf, removeCgroup, unifiedMount } from './cgroup.js'
+import { cgroupOfPid, cgroupPopulated, killCgroup, removeCgroup, unifiedMount } from './cgroup.js'
 import type { ShellAccount } from './account.js'
 
 /**
@@ -25,8 +25,8 @@ import type { ShellAccount } from './account.js'
 export interface Containment {
   /** `<own>/playfield-terminal.<pid>`: the bridge's part of the cgroup tree. */
   readonly root: string
-  /** A new, empty cgroup for one terminal, or null when it could not be made; `live`: the running terminals' own. */
-  create(live: ReadonlySet<string>): string | null
+  /** A new, empty cgroup for one terminal, or null when it could not be made; `live` gives the running terminals' own. */
+  create(live: () => ReadonlySet<string>): string | null
 }
 
 /** Why a bridge runs without containment; its terminals are then ended by their session alone (session-kill.ts). */
@@ -45,6 +45,15 @@ function canEnter(dir: string): boolean {
     return true
   } catch {
     return false
+  }
+}
+
+/** The owner (uid) of `file`, or null when it cannot be looked at. */
+function ownerOf(file: string): number | null {
+  try {
+    return statSync(file).uid
+  } catch {
+    return null
   }
 }
 
@@ -178,7 +187,7 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
   let next = 0
   return {
     root,
-    create(live: ReadonlySet<string>): string | null {
+    create(live: () => ReadonlySet<string>): string | null {
       let cleared = false
       for (let tries = 0; tries < 100; tries++) {
         const dir = path.join(root, `t${++next}`)
@@ -197,7 +206,7 @@ export function setUpContainment(account: ShellAccount, maxConn: number): Contai
             // tried again.
             cleared = true
             next--
-            removeStrays(root, live)
+            removeStrays(root, live())
           } else return null
         }
       }

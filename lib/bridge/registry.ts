@@ -27,8 +27,8 @@ export class Registry {
   /** Spawn a login shell, in a cgroup of its own with containment; it leaves the registry when it exits or is disposed. */
   spawn(cols: number, rows: number, events: TerminalEvents): Terminal {
     if (this.#closed) throw new Error('the bridge is stopping')
-    // The cgroups of the shells running now, which a full tree's clearing must leave alone.
-    const cgroup = this.#containment ? this.#containment.create(new Set([...this.#terminals].map((t) => t.cgroup!))) : null
+    // The cgroups of the shells running now, which a full tree's clearing must leave alone (asked only then).
+    const cgroup = this.#containment ? this.#containment.create(() => new Set([...this.#terminals].map((t) => t.cgroup!))) : null
     if (this.#containment && cgroup === null) throw new Error('no cgroup for the terminal')
     let terminal: Terminal
     try {

@@ -112,6 +112,26 @@ t.test('a request without Host and a CONNECT get the platform\'s JSON 400 with n
   t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(unspent)}`, ORIGIN), 101, 'the ticket was not spent')
 })
 
+t.test('an HTTP/1.0 upgrade is refused with 400 (RFC 6455 §4.1 asks for 1.1), logged, nothing spawned; its ticket is spent by that use', async (t) => {
+  // Found by an audit: ws completed the handshake for an HTTP/1.0 request.
+  const logged = bridge.logs.length
+  const before = childrenOf(bridge.child.pid!).length
+  const used = ticket()
+  const upgrade = `GET /ws?ticket=${encodeURIComponent(used)} HTTP/1.0\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`
+  const answer = await rawExchange(bridge.port, upgrade)
+  t.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.match(answer, /\r\nX-Content-Type-Options: nosniff\r\n/)
+  t.equal(answer.slice(answer.indexOf('\r\n\r\n') + 4), 'a WebSocket upgrade needs HTTP/1.1')
+  const line = await waitForLog(bridge.logs, 'terminal.refused', logged)
+  t.match(line, { status: 400, reason: 'a WebSocket upgrade needs HTTP/1.1', user: 'dev' })
+  t.notOk(JSON.stringify(bridge.logs.slice(logged)).includes(used.slice(0, 20)), 'no part of the ticket is in the log')
+  t.equal(childrenOf(bridge.child.pid!).length, before, 'no shell')
+  t.match(await health(), { connections: 0 })
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(used)}`, ORIGIN), 401, 'spent by its first use, whatever followed')
+  const forged = await rawExchange(bridge.port, upgrade.replace(encodeURIComponent(used), 'forged'))
+  t.match(forged, /^HTTP\/1\.1 401 /, 'a bad ticket is still a 401 first')
+})
+
 t.test('headers that trickle in are cut with 408 once 10 s old, as the platform cuts them (it forwards /terminal-ws/ as a tunnel)', { timeout: 40_000 }, async (t) => {
   const { text: answer, seconds } = await trickle(bridge.port, 'GET /ws HTTP/1.1\r\nHost: x\r\n', 'X-Drip: 1\r\n', 35_000)
   t.match(answer, /^HTTP\/1\.1 408 /)

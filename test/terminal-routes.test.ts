@@ -189,6 +189,14 @@ t.test('the platform forwards /terminal-ws/ to the bridge: a platform ticket ope
   t.equal(await upgradeStatus(product.platform.port, '/terminal-ws/other', ORIGIN), 404, 'bridge paths other than /ws')
   t.equal(await upgradeStatus(product.platform.port, '/api/games', ORIGIN), 200, 'no upgrade outside /terminal-ws/: the plain answer')
   t.equal(await upgradeStatus(product.platform.port, '/api/nowhere', ORIGIN), 404)
+  // The tunnel keeps the client's HTTP version, so the bridge refuses an HTTP/1.0 upgrade (RFC 6455 §4.1).
+  const { ticket: old } = await (await dev.post('/dev/terminal/ticket')).json() as { ticket: string }
+  const answer = await rawExchange(product.platform.port, `GET /terminal-ws/ws?ticket=${encodeURIComponent(old)} HTTP/1.0\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: ${ORIGIN}`)
+  t.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.equal(answer.slice(answer.indexOf('\r\n\r\n') + 4), 'a WebSocket upgrade needs HTTP/1.1')
+  const oldId = /\r\nX-Request-Id: ([^\r]+)\r\n/.exec(answer)?.[1]
+  for (let i = 0; i < 250 && !product.platform.logs.some((l) => l.id === oldId); i++) await sleep(20)
+  t.match(product.platform.logs.filter((l) => l.id === oldId), [{ event: 'http.request', path: '/terminal-ws/ws', status: 400 }], 'logged with the bridge\'s status')
 })
 
 t.test('through the platform too, the bridge refuses a foreign or missing Origin (403), the try spends the ticket, nothing is spawned', async (t) => {

@@ -158,6 +158,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
     if (claims.expiresAt - TICKET_TTL_MS < started) return deny(401, 'ticket issued before the bridge started', claims.username)
     if (!fresh) return deny(401, 'ticket already used', claims.username)
     if (!origins.has(req.headers.origin ?? '')) return deny(403, 'origin not allowed', claims.username)
+    // RFC 6455 §4.1: the opening handshake is HTTP/1.1 or later (ws would take an HTTP/1.0 one).
+    if (req.httpVersionMajor === 1 && req.httpVersionMinor < 1) return deny(400, 'a WebSocket upgrade needs HTTP/1.1', claims.username)
     denials.set(req, (status, reason, headers) => deny(status, reason, claims.username, headers))
     wss.handleUpgrade(req, socket, head, (ws) => {
       // A protocol error (a frame over 1 MiB, text that is not UTF-8): ws has written its close frame

@@ -131,7 +131,8 @@ function forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, config
     upstream.setTimeout(0)
     upstream.setNoDelay(true)
     if ('setNoDelay' in socket) (socket as net.Socket).setNoDelay(true)
-    const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/1.1`]
+    // In the client's HTTP version: the bridge, not the tunnel, refuses an HTTP/1.0 upgrade.
+    const lines = [`${req.method} ${target.slice(PREFIX.length - 1)} HTTP/${req.httpVersion}`]
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       // The developers' sealed cookies, and any credential a client sends, stay out of its memory.
       if (!PRIVATE_HEADERS.has(req.rawHeaders[i]!.toLowerCase())) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`)

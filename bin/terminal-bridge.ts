@@ -29,8 +29,11 @@ async function main(): Promise<void> {
   const account = resolveShellAccount(config)
   checkShell(config.shell)
   if (command === 'check') {
-    // The shared secret as the start would read it, DATA_DIR's own checks included, but nothing made.
-    if (config.ticketSecret === null && dataDirExists(config.dataDir)) checkStoredSecret(config.dataDir, 'terminal-ticket-secret')
+    // The shared secret as the start would read or make it, DATA_DIR's own checks included, but nothing made.
+    if (config.ticketSecret === null) {
+      dataDirExists(config.dataDir)
+      checkStoredSecret(config.dataDir, 'terminal-ticket-secret')
+    }
     process.stdout.write(`bridge settings ok: shells run as ${account.username} (${config.shell}), at most ${config.maxConn} connections, on ${config.host}\n`)
     return
   }

@@ -49,6 +49,22 @@ export function openToOthers(dataDir: string): string | null {
   return mode & 0o005 ? mode.toString(8).padStart(4, '0') : null
 }
 
+/**
+ * For `check`, which makes nothing: what checkDirectories would refuse of DATA_DIR, as the start
+ * words it. A directory this user may write; or, not there yet, one it may make (its nearest
+ * parent that exists, writable).
+ */
+export function checkDataDir(dataDir: string): void {
+  if (dataDirExists(dataDir)) return checkWritable(dataDir)
+  let parent = path.dirname(dataDir)
+  while (!dataDirExists(parent, dataDir) && path.dirname(parent) !== parent) parent = path.dirname(parent)
+  try {
+    accessSync(parent, constants.W_OK | constants.X_OK)
+  } catch (err) {
+    throw dataDirProblem(dataDir, `cannot be created (${(err as NodeJS.ErrnoException).code})`)
+  }
+}
+
 function checkWritable(dataDir: string): void {
   try {
     accessSync(dataDir, constants.W_OK)

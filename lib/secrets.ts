@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, constants, copyFileSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { accessSync, closeSync, constants, copyFileSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -27,14 +27,24 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
   }
 }
 
-/** What loadSecret would refuse of a secret stored in DATA_DIR, without making one (a missing file is no problem): for `check`. */
+/**
+ * What loadSecret would refuse of DATA_DIR's secret, without making one: for `check`. A stored file
+ * it cannot use; or, when there is none, a place this user may not write, where it would make one
+ * (the nearest of its folders that exists: DATA_DIR itself may be made too).
+ */
 export function checkStoredSecret(dataDir: string, name: string): void {
   const file = path.join(dataDir, 'secrets', name)
   try {
-    readSecret(file)
+    if (readSecret(file) === null) accessSync(nearestExisting(path.dirname(file)), constants.W_OK | constants.X_OK)
   } catch (err) {
     throw secretFileError(file, err)
   }
+}
+
+/** `dir`, or its nearest parent that exists. */
+function nearestExisting(dir: string): string {
+  while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir)
+  return dir
 }
 
 /**

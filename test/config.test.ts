@@ -1,6 +1,6 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
 import os from 'node:os'
 import net from 'node:net'
 import path from 'node:path'
@@ -8,7 +8,7 @@ import Database from 'better-sqlite3'
 import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
-import { ensureShellUser, SHELL_USER, startBridge } from './helpers/terminal.js'
+import { ensureShellUser, SHELL_USER, startBridge, uidOf } from './helpers/terminal.js'
 
 // GAME_BACKEND=nakama with one of its keys unset: each is required (CONTRACT §1).
 const NAKAMA = { GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }
@@ -206,22 +206,40 @@ t.test('a bad environment variable stops the platform: exit 2 and only its line 
   t.strictSame(users, { code: 2, stderr: 'config: DATA_DIR: "/dev/null/x" cannot be used (ENOTDIR); expected a directory path\n' }, 'users too, on an unusable DATA_DIR')
 })
 
-/** Run bin/platform (or `program`, a link to it) with only PATH and `env`, from `cwd`; its exit code and stderr. */
-function runPlatform(args: string[], env: Record<string, string>, cwd = ROOT, program = path.join(ROOT, 'bin/platform')): Promise<{ code: number | null; stderr: string }> {
+/** An account other than this one, which may not write a directory of this one's (mode 0555): the shell account for root, else none needed. */
+interface Account { uid?: number; gid?: number }
+
+/**
+ * Run `program` with only PATH and `env`, from `cwd`, as the account `as` when given: its exit
+ * code, stdout and stderr. As another account, without the NODE_OPTIONS tap's process tracking adds
+ * to every child: its exit hook writes into this repository's .tap/, which that account may not.
+ */
+function runBin(program: string, args: string[], env: Record<string, string>, { cwd = ROOT, as = {} }: { cwd?: string; as?: Account } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const [file, argv] = as.uid === undefined ? [program, args] : ['env', ['-u', 'NODE_OPTIONS', program, ...args]]
   return new Promise((resolve) => {
-    execFile(program, args, { env: { PATH: process.env.PATH!, ...env }, cwd }, (err, _stdout, stderr) =>
-      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stderr }),
+    execFile(file, argv, { env: { PATH: process.env.PATH!, ...env }, cwd, ...as }, (err, stdout, stderr) =>
+      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stdout, stderr }),
     )
   })
 }
 
-/** Run bin/terminal-bridge with only PATH and `env`: its exit code, stdout and stderr. */
-function runBridge(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(path.join(ROOT, 'bin/terminal-bridge'), args, { env: { PATH: process.env.PATH!, ...env }, cwd: ROOT }, (err, stdout, stderr) =>
-      resolve({ code: err && typeof err.code === 'number' ? err.code : 0, stdout, stderr }),
-    )
-  })
+/** Run bin/platform (or `program`, a link to it) as runBin does: its exit code and stderr. */
+async function runPlatform(args: string[], env: Record<string, string>, cwd = ROOT, program = path.join(ROOT, 'bin/platform'), as: Account = {}): Promise<{ code: number | null; stderr: string }> {
+  const { code, stderr } = await runBin(program, args, env, { cwd, as })
+  return { code, stderr }
+}
+
+/** Run bin/terminal-bridge as runBin does. */
+const runBridge = (args: string[], env: Record<string, string>, as: Account = {}): ReturnType<typeof runBin> => runBin(path.join(ROOT, 'bin/terminal-bridge'), args, env, { as })
+
+/** A directory this process made that `other` may read but not write, and that account (none needed unless root). */
+function closedDir(): { dir: string; other: Account } {
+  const dir = tempDir()
+  chmodSync(dir, 0o555)
+  if (process.getuid?.() !== 0) return { dir, other: {} }
+  // Root may write anywhere: the shell account stands in for a user who may not.
+  ensureShellUser()
+  return { dir, other: { uid: uidOf(SHELL_USER), gid: Number(execFileSync('id', ['-g', SHELL_USER], { encoding: 'utf8' })) } }
 }
 
 t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes them, before an upgrade\'s restart; it writes nothing and exits', async (t) => {
@@ -248,6 +266,16 @@ t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes the
   const missing = path.join(tempDir(), 'data')
   t.equal((await runBridge(['check'], { ...env, DATA_DIR: missing })).code, 0, 'a DATA_DIR the start would make')
   t.notOk(existsSync(missing), 'and check does not make it')
+  // Found in review: check passed a DATA_DIR where the start could not make the secret.
+  const { dir: closed, other } = closedDir()
+  const refusal = (dir: string): string => `config: DATA_DIR: the secret file ${JSON.stringify(path.join(dir, 'secrets', 'terminal-ticket-secret'))} cannot be read or created (EACCES); expected a DATA_DIR this user can write, or the secret in its environment variable\n`
+  t.strictSame(await runBridge(['check'], { DATA_DIR: closed }, other), { code: 2, stdout: '', stderr: refusal(closed) }, 'no secret, and a DATA_DIR this user may not write')
+  const under = path.join(closed, 'data')
+  t.strictSame(await runBridge(['check'], { DATA_DIR: under }, other), { code: 2, stdout: '', stderr: refusal(under) }, 'no DATA_DIR, and a parent this user may not write')
+  mkdirSync(path.join(closed, 'secrets'), { mode: 0o755 })
+  writeFileSync(path.join(closed, 'secrets', 'terminal-ticket-secret'), 'x'.repeat(43) + '\n', { mode: 0o644 })
+  t.equal((await runBridge(['check'], { DATA_DIR: closed }, other)).code, 0, 'a secret stored there is read, and nothing more is needed')
+  t.equal((await runBridge(['check'], { DATA_DIR: closed, TERMINAL_TICKET_SECRET: 'y'.repeat(43) }, other)).code, 0, 'nor with the secret in the environment')
   if (root) {
     t.strictSame(await runBridge(['check'], { DATA_DIR: dataDir }), { code: 2, stdout: '', stderr: 'config: TERMINAL_USER: must name an unprivileged account when the bridge runs as root; shells never run as root\n' }, 'a root bridge without TERMINAL_USER')
   }
@@ -256,7 +284,7 @@ t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes the
   }
 })
 
-t.test('bin/platform works through a link and from another directory; there a missing MANIFESTS_DIR stops it before it makes ./data; check refuses an unusable SCREENSHOTS_DIR as the start does', async (t) => {
+t.test('bin/platform works through a link and from another directory; there a missing MANIFESTS_DIR stops it before it makes ./data; check refuses an unusable SCREENSHOTS_DIR, and a DATA_DIR it could not write or make, as the start does', async (t) => {
   const elsewhere = tempDir()
   const link = path.join(elsewhere, 'platform-link')
   symlinkSync(path.join(ROOT, 'bin/platform'), link)
@@ -272,6 +300,18 @@ t.test('bin/platform works through a link and from another directory; there a mi
     { code: 2, stderr: `config: SCREENSHOTS_DIR: ${JSON.stringify(file)} is not a directory; expected a directory path\n` },
     'check: SCREENSHOTS_DIR as the start reports it',
   )
+  // Found in review: check passed a DATA_DIR the start could not write or make.
+  const { dir: closed, other } = closedDir()
+  t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: closed }, ROOT, undefined, other), { code: 2, stderr: `config: DATA_DIR: ${JSON.stringify(closed)} is not writable; expected a directory this user can write\n` }, 'check: a DATA_DIR this user may not write')
+  const under = path.join(closed, 'data', 'deeper')
+  t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: under }, ROOT, undefined, other), { code: 2, stderr: `config: DATA_DIR: ${JSON.stringify(under)} cannot be created (EACCES); expected a directory path\n` }, 'check: a DATA_DIR under a folder this user may not write')
+  for (const dir of [closed, under]) {
+    t.strictSame(await runPlatform([], { MANIFESTS_DIR: manifests, DATA_DIR: dir }, ROOT, undefined, other), await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: dir }, ROOT, undefined, other), `the start says the same of ${dir === closed ? 'the first' : 'the second'}`)
+  }
+  t.same(readdirSync(closed), [], 'nothing made')
+  const ours = path.join(tempDir(), 'data', 'deeper')
+  t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: ours }), { code: 0, stderr: '' }, 'check: a DATA_DIR the start would make')
+  t.notOk(existsSync(path.dirname(ours)), 'and check does not make it')
 })
 
 t.test('a database locked past its busy time-out at start is no config error: one line, exit 1, which systemd restarts', async (t) => {

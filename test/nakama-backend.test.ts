@@ -243,6 +243,43 @@ t.test('a declared board Nakama no longer has (deleted in its console) is create
   await expectRejection(t, b.writeRecord({ leaderboardId: `never_${tag}`, ownerId: u.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND')
 })
 
+t.test('a declared board Nakama lacks and fails to create again is 503 BACKEND_UNAVAILABLE, not 404', onFake, async (t) => {
+  // Found by an audit: the sync swallowed its 503 (and retried later), and the retried call's 404 went out.
+  const b = backend()
+  const id = `unmade_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: null, authoritative: true }])
+  const u = await b.register(name('unmade'), 'password123')
+  fake!.state.leaderboards.boards.delete(id)
+  fake!.intercept = (_method, path) => (path === '/v2/rpc/playfield_sync_leaderboards' ? { status: 503, code: 14, message: 'unavailable' } : undefined)
+  t.teardown(() => (fake!.intercept = null))
+  await expectRejection(t, b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 7, subscore: 0 }, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'write')
+  await expectRejection(t, b.listRecords({ leaderboardId: id, limit: 5 }, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'read')
+  t.notOk(fake!.state.leaderboards.boards.has(id), 'nothing made meanwhile')
+  await expectRejection(t, b.writeRecord({ leaderboardId: `never_${tag}`, ownerId: u.userId, username: 'x', score: 1, subscore: 0 }, Date.now()), 404, 'LEADERBOARD_NOT_FOUND', 'an id no game declares is still 404')
+  // Nakama takes the sync, yet the board is still not there (a module that refused it): 503 as well.
+  fake!.intercept = null
+  const { playfield_sync_leaderboards: sync } = Object.fromEntries(fake!.runtime.rpcs)
+  fake!.runtime.rpcs.set('playfield_sync_leaderboards', () => JSON.stringify({ created: [], differing: [] }))
+  t.teardown(() => fake!.runtime.rpcs.set('playfield_sync_leaderboards', sync!))
+  await expectRejection(t, b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 7, subscore: 0 }, Date.now()), 503, 'BACKEND_UNAVAILABLE', 'still missing after a sync that went through')
+  fake!.runtime.rpcs.set('playfield_sync_leaderboards', sync!)
+  t.match(await b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 7, subscore: 0 }, Date.now()), { leaderboard_id: id, score: 7, rank: 1 }, 'made once Nakama takes the sync')
+})
+
+t.test('a catalogue of 1,500 boards is synced in calls within Nakama\'s request size (262,144 bytes), every board made', onFake, async (t) => {
+  // Found by an audit: one call of every board passed the limit at about 1,400 boards, and no board was ever made.
+  const b = backend()
+  const boards = Array.from({ length: 1500 }, (_, i) => ({ id: `many_${tag}_${String(i).padStart(4, '0')}`, operator: 'best' as const, sortOrder: 'desc' as const, resetSchedule: '0 0 * * 1', authoritative: true }))
+  const syncCalls = (): number => fake!.calls.get('POST /v2/rpc/playfield_sync_leaderboards') ?? 0
+  const before = syncCalls()
+  await b.syncLeaderboards(boards)
+  // About 290 KB of boards in all: 64 KiB a call.
+  t.ok(syncCalls() - before >= 5, `${syncCalls() - before} calls`)
+  t.equal(boards.filter((board) => fake!.state.leaderboards.boards.has(board.id)).length, 1500, 'every board made')
+  const u = await b.register(name('many'), 'password123')
+  t.match(await b.writeRecord({ leaderboardId: boards[1499]!.id, ownerId: u.userId, username: u.username, score: 3, subscore: 0 }, Date.now()), { score: 3, rank: 1 }, 'the last one takes records')
+})
+
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {
   const b = backend()
   const s = await b.register(name('down'), 'password123')

@@ -5,9 +5,16 @@ import { logLine } from '../../log.js'
 import type { LeaderboardConfig, LeaderboardPart, LeaderboardRecord, Launch, RecordPage, RecordQuery, RecordWrite } from '../backend.js'
 import { LaunchAnswer, PageAnswer, SyncAnswer, WriteAnswer } from './answers.js'
 import type { NakamaClient } from './client.js'
+import { backendUnavailable } from './errors.js'
 
 /** How often a leaderboard sync that found Nakama unreachable is tried again. */
 const SYNC_RETRY_MS = 2_000
+/**
+ * The most of one sync call's body: Nakama refuses a body over `socket.max_request_size_bytes`
+ * (262,144 bytes by default, nakama-api.md §1.0), which a catalogue of about 1,400 boards passes.
+ * A quarter of it leaves room for a server configured lower.
+ */
+const SYNC_BATCH_BYTES = 65_536
 
 /**
  * Leaderboards and launches through the module's RPCs. Nakama applies the operators, the reset
@@ -20,7 +27,7 @@ export class NakamaLeaderboards implements LeaderboardPart {
   /** Each board's operator as last synced: the module refuses increments past 2^53-1 with it. */
   #operators = new Map<string, LeaderboardConfig['operator']>()
   /** A sync run because Nakama lacked a declared board; callers that found the same share it. */
-  #recreating: Promise<void> | undefined
+  #recreating: Promise<boolean> | undefined
   /** Boards already reported as keeping no ranks: said once per board and process. */
   #unranked = new Set<string>()
   constructor(readonly client: NakamaClient) {}
@@ -31,6 +38,11 @@ export class NakamaLeaderboards implements LeaderboardPart {
    * the sync is retried in the background until it goes through; a newer sync replaces it.
    */
   async syncLeaderboards(boards: LeaderboardConfig[]): Promise<void> {
+    await this.#sync(boards)
+  }
+
+  /** syncLeaderboards, answering whether the sync went through (false: pending, retried). */
+  async #sync(boards: LeaderboardConfig[]): Promise<boolean> {
     clearTimeout(this.#retry)
     this.#boards = boards
     this.#operators = new Map(boards.map((b) => [b.id, b.operator]))
@@ -41,28 +53,44 @@ export class NakamaLeaderboards implements LeaderboardPart {
       resets: resetTimes(b.resetSchedule, now),
     }))
     try {
-      const out = await this.client.rpc('playfield_sync_leaderboards', { boards: payload }, SyncAnswer)
-      logLine({ event: 'nakama.leaderboards', created: out.created, differing: out.differing })
+      // Each board is created or compared on its own, so a large catalogue goes in several calls.
+      const created: string[] = []
+      const differing: string[] = []
+      for (const batch of batches(payload, SYNC_BATCH_BYTES)) {
+        const out = await this.client.rpc('playfield_sync_leaderboards', { boards: batch }, SyncAnswer)
+        created.push(...out.created)
+        differing.push(...out.differing)
+      }
+      logLine({ event: 'nakama.leaderboards', created, differing })
+      return true
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err
       logLine({ event: 'nakama.leaderboards_pending', retryInMs: SYNC_RETRY_MS })
       this.#retry = setTimeout(() => {
         this.syncLeaderboards(boards).catch((again: unknown) => logLine({ event: 'nakama.leaderboards_failed', error: again instanceof Error ? again.message : String(again) }))
       }, SYNC_RETRY_MS).unref()
+      return false
     }
   }
 
   /**
    * Run `call` on board `id`; when Nakama lacks the board but the catalogue declares it (deleted in
    * Nakama's console, or the start's sync still pending), create the missing boards and run it
-   * once more: LEADERBOARD_NOT_FOUND is for ids no game declares (CONTRACT §3).
+   * once more: LEADERBOARD_NOT_FOUND is for ids no game declares (CONTRACT §3). A declared board
+   * still missing after that (Nakama failing, or refusing to create it) is the backend's failure,
+   * 503 BACKEND_UNAVAILABLE, never a 404 that tells a game its board does not exist.
    */
   async #onBoard<T extends object>(id: string, call: () => Promise<T>): Promise<T> {
+    const missing = (out: T): boolean => 'error' in out && out.error === 'LEADERBOARD_NOT_FOUND'
     const out = await call()
-    if (!('error' in out) || out.error !== 'LEADERBOARD_NOT_FOUND' || !this.#operators.has(id)) return out
-    this.#recreating ??= this.syncLeaderboards(this.#boards).finally(() => (this.#recreating = undefined))
-    await this.#recreating
-    return call()
+    if (!missing(out) || !this.#operators.has(id)) return out
+    this.#recreating ??= this.#sync(this.#boards).finally(() => (this.#recreating = undefined))
+    const synced = await this.#recreating
+    const again = await call()
+    if (!missing(again)) return again
+    // A sync that failed has said so (nakama.leaderboards_pending); one that went through has not.
+    if (synced) logLine({ event: 'nakama.leaderboard_missing', leaderboardId: id, note: 'declared by the catalogue and synced, yet Nakama has no such board' })
+    throw backendUnavailable()
   }
 
   /** An authoritative write for the user (the module runs with Nakama's nil caller). */
@@ -102,4 +130,20 @@ export class NakamaLeaderboards implements LeaderboardPart {
   async recordLaunch(launch: Launch): Promise<void> {
     await this.client.rpc('playfield_record_launch', launch, LaunchAnswer)
   }
+}
+
+/** `items` in runs whose JSON array stays within `maxBytes` (an item larger than that alone); one run, empty, for none. */
+function batches<T>(items: T[], maxBytes: number): T[][] {
+  const runs: T[][] = [[]]
+  let size = 2
+  for (const item of items) {
+    const bytes = Buffer.byteLength(JSON.stringify(item)) + 1
+    if (runs.at(-1)!.length > 0 && size + bytes > maxBytes) {
+      runs.push([])
+      size = 2
+    }
+    runs.at(-1)!.push(item)
+    size += bytes
+  }
+  return runs
 }

@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { resolveLeaderboard } from '../lib/catalogue/resolve.js'
-import { cronProblem } from '../lib/catalogue/schedule.js'
+import { cronProblem, nextReset, withoutLeadingZeros } from '../lib/catalogue/schedule.js'
 import { buildCatalogue } from '../lib/catalogue/build.js'
 import { ROOT } from './helpers/platform.js'
 
@@ -68,7 +68,15 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['0 0 * * 5-6,0', null],
     ['0 0 * * 7', null],
     ['0 0 * * 7-7', null],
-    ['0 0 * * sun-SUN', null],
+    ['0 0 * * 7-sun', null],
+    // From Sunday to Sunday: every day to croner (it reads `-sun` as `-7`), Sunday alone to cronexpr.
+    ['0 0 * * sun-SUN', 'is not a valid cron expression: weekday range sun-SUN runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
+    ['0 0 * * sun-7/2', 'is not a valid cron expression: weekday range sun-7 runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
+    ['0 0 * * 0-7', 'is not a valid cron expression: weekday range 0-7 runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
+    // Leading zeros are the numbers they say (Nakama is sent them without): `07` is a Sunday too.
+    ['00 00 01 01 *', null],
+    ['000 0 * * 01', null],
+    ['0 0 * * 5-07', 'is not a valid cron expression: weekday range 5-7 ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
     ['0 0 1-7 * *', null],
     // N/step is N to the field's end in cronexpr (croner refuses the form; it is read as that range).
     ['5/15 1/2 1/10 jan/5 mon/2', null],
@@ -76,6 +84,24 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['0 0 x * *', 'is not a valid cron expression: CronPattern: configuration entry 3 (x) contains illegal characters.'],
   ]
   for (const [expr, problem] of cases) t.equal(cronProblem(expr), problem, JSON.stringify(expr))
+})
+
+t.test('Nakama is sent a schedule without leading zeros, which its cronexpr reads as croner reads the one written', async (t) => {
+  // Found by an audit: cronexpr's month and weekday tables lack `01`…`09` (read as 0), and `000` fits none of its patterns.
+  const cases: [string, string][] = [
+    ['0 0 * * 01', '0 0 * * 1'],
+    ['0 0 1 06 *', '0 0 1 6 *'],
+    ['000 00 * * *', '0 0 * * *'],
+    ['*/005 * * * 1-05', '*/5 * * * 1-5'],
+    ['0 0 * * 5#03', '0 0 * * 5#3'],
+    ['0 10 10,20 10 0', '0 10 10,20 10 0'],
+    ['30 4 1-31/10 * 1,3', '30 4 1-31/10 * 1,3'],
+  ]
+  const now = Date.parse('2026-12-02T00:00:00Z')
+  for (const [written, sent] of cases) {
+    t.equal(withoutLeadingZeros(written), sent, JSON.stringify(written))
+    t.equal(nextReset(sent, now), nextReset(written, now), `${JSON.stringify(written)}: the same next reset to croner`)
+  }
 })
 
 t.test('a detail is re-serialized once its nextResetAt has passed, with a new ETag', async (t) => {

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
 import { RENAME_RULE } from '../lib/limiter.js'
+import { nextReset } from '../lib/catalogue/schedule.js'
 import type { Backend, BackendSession } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
@@ -278,6 +279,19 @@ t.test('a catalogue of 1,500 boards is synced in calls within Nakama\'s request 
   t.equal(boards.filter((board) => fake!.state.leaderboards.boards.has(board.id)).length, 1500, 'every board made')
   const u = await b.register(name('many'), 'password123')
   t.match(await b.writeRecord({ leaderboardId: boards[1499]!.id, ownerId: u.userId, username: u.username, score: 3, subscore: 0 }, Date.now()), { score: 3, rank: 1 }, 'the last one takes records')
+})
+
+t.test('a schedule written with leading zeros reaches Nakama without them: its records expire when the catalogue says the board resets', onFake, async (t) => {
+  // Found by an audit: Nakama's cronexpr reads a month or weekday `01` as 0 (Sunday, or no month).
+  const b = backend()
+  const id = `zeros_${tag}`
+  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: '00 00 * * 01', authoritative: true }])
+  t.equal(fake!.state.leaderboards.boards.get(id)!.resetSchedule, '0 0 * * 1', 'the schedule Nakama keeps')
+  const u = await b.register(name('zeros'), 'password123')
+  const now = Date.now()
+  await b.writeRecord({ leaderboardId: id, ownerId: u.userId, username: u.username, score: 1, subscore: 0 }, now)
+  const board = fake!.state.leaderboards.board(id)
+  t.equal(fake!.state.leaderboards.expiry(board, now) * 1000, nextReset('00 00 * * 01', now), 'records expire at the next Monday, as nextResetAt says')
 })
 
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {

@@ -13,7 +13,8 @@ export function cronProblem(expr: string): string | null {
 }
 
 function findProblem(expr: string): string | null {
-  const trimmed = expr.trim()
+  // Read as Nakama is sent it: `07` is a Sunday to the range checks, as `7` is.
+  const trimmed = withoutLeadingZeros(expr).trim()
   const fields = trimmed === '' ? [] : trimmed.split(/\s+/)
   if (fields.length !== 5) {
     return `must be a five-field cron expression (minute hour day month weekday) or null, got ${fields.length} field(s)`
@@ -63,14 +64,27 @@ function rangeProblem(fields: string[]): string | null {
 /**
  * A weekday range that ends at Sunday written as 7 or SUN: croner reads `5-7` as Friday to Sunday,
  * Nakama's cronexpr reads its end as 0, before its start, and so the range as no day at all (a board
- * that never resets there, while nextResetAt says it does).
+ * that never resets there, while nextResetAt says it does). One from Sunday (0 or SUN) to Sunday
+ * is every day to croner (it reads `-sun` as `-7`), Sunday alone to cronexpr.
  */
 function sundayRangeProblem(weekday: string): string | null {
   for (const [range, start, end] of weekday.matchAll(/([0-9a-z]+)-([0-9a-z]+)/gi)) {
-    // `7-7` is Sunday alone in both: only a range from another day to Sunday differs.
-    if (SUNDAY.test(end!) && !SUNDAY.test(start!)) return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
+    // `7-7` and `7-sun` are Sunday alone in both.
+    if (!SUNDAY.test(end!) || start === '7') continue
+    if (/^(0|sun)$/i.test(start!)) return `weekday range ${range} runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday`
+    return `weekday range ${range} ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)`
   }
   return null
+}
+
+/**
+ * `expr` without leading zeros in its numbers (`01` is `1`, `000` is `0`): the same schedule to
+ * croner, and the form in which Nakama's cronexpr reads it as croner does. cronexpr's month and
+ * weekday tables have no `01` to `09` although its patterns take them, so it reads such a month or
+ * weekday as 0, and a number of three digits matches none of its patterns. Nakama is sent this form.
+ */
+export function withoutLeadingZeros(expr: string): string {
+  return expr.replace(/(?<![0-9])0+(?=[0-9])/g, '')
 }
 
 // Parsing and searching cost ~0.3 ms a schedule, and a catalogue repeats a handful of schedules

@@ -409,6 +409,26 @@ t.test('PUT /v2/account with a user session: a new username is refused by the mo
     { account: { id: ivy.uid, username: 'ivy4', roles: [] } }, 'the platform\'s rename (nk.accountUpdateId) runs no hook')
 })
 
+t.test('within a fire\'s own second, when Nakama\'s bounds pass over that fire, the same schedule is not reported; another one still is', async (t) => {
+  // Found with the fake's port of cronexpr: at 00:00:00.300 Last and Next both skip midnight, and one
+  // sync in about 60 reported a minutely board (one in 86,400 a daily one) as differing.
+  let clock = Date.parse('2026-11-19T00:00:00.300Z')
+  const fake = await startFakeNakama({ now: () => clock })
+  t.teardown(() => fake.close())
+  const board = (id: string, resetSchedule: string) => ({ id, operator: 'best', sortOrder: 'desc', resetSchedule, authoritative: false, resets: resetTimes(resetSchedule, clock) })
+  const boards = () => [board('daily', '0 0 * * *'), board('minutely', '* * * * *'), board('odd-days', '0 0 */2 * *')]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: boards() }), { created: ['daily', 'minutely', 'odd-days'], differing: [] })
+  const daily = fake.runtime.nk.leaderboardsGetId(['daily'])[0]!
+  t.same([daily.prevReset, daily.nextReset], [Date.parse('2026-11-18T00:00:00Z') / 1000, Date.parse('2026-11-20T00:00:00Z') / 1000], 'Nakama\'s bounds pass over midnight')
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: boards() }), { created: [], differing: [] }, 'at the fire\'s second')
+  clock = Date.parse('2026-11-19T10:07:00.300Z')
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: boards() }), { created: [], differing: [] }, 'at a minute\'s first second')
+  // Every day against every other day: Nakama's bounds then straddle a day the catalogue's schedule fires on.
+  clock = Date.parse('2026-11-19T12:00:00Z')
+  const everyDay = [board('odd-days', '0 0 * * *')]
+  t.same(await rpc(fake, 'playfield_sync_leaderboards', { boards: everyDay }), { created: [], differing: ['odd-days'] }, 'a schedule that skips a day is still reported')
+})
+
 t.test('a changed reset schedule is reported like any other differing setting', async (t) => {
   const fake = await startFakeNakama()
   t.teardown(() => fake.close())

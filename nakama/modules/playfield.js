@@ -227,12 +227,17 @@ function operatorOf(board) {
 // left out (or 0 on older runtimes) when the board has none. The platform sends `resets`, its
 // schedule's consecutive fire times from shortly before now (null without a schedule): the stored
 // schedule is taken as the same when its bounds are two neighbours there.
+// cronexpr works in whole seconds: within a fire's own second its Last and Next both pass over that
+// fire, and the bounds are then the fires either side of it (Date.now() is the clock they read).
 function sameSchedule(old, resets) {
   var prev = Number(old.prevReset || 0);
   var next = Number(old.nextReset || 0);
   if (!resets || !resets.length) return next === 0;
+  var second = Math.floor(Date.now() / 1000);
   for (var i = 0; i + 1 < resets.length; i++) {
-    if (resets[i + 1] === next && (prev === 0 || resets[i] === prev)) return true;
+    if (resets[i + 1] !== next) continue;
+    if (prev === 0 || resets[i] === prev) return true;
+    if (i > 0 && resets[i] === second && resets[i - 1] === prev) return true;
   }
   return false;
 }

@@ -74,18 +74,19 @@ export class Leaderboards {
     return board
   }
 
-  /** The current period's expiry: the next cron fire after now, UTC; 0 when never reset. */
+  /**
+   * The current period's expiry as LeaderboardRecordWrite takes it, Next(now).UTC().Unix(); 0 without a
+   * schedule. A schedule with no fire left gives Go's zero time, -62135596800, which Nakama stores as is.
+   */
   expiry(board: Board, nowMs: number): number {
     if (!board.resetSchedule) return 0
-    const next = parseSchedule(board.resetSchedule).nextRun(new Date(nowMs))
-    return next ? Math.floor(next.getTime() / 1000) : 0
+    return Math.floor(parseSchedule(board.resetSchedule).next(new Date(nowMs)).getTime() / 1000)
   }
 
-  /** The schedule's last fire before now, UTC (LeaderboardsGet's prevReset); 0 when never reset. */
+  /** calculatePrevReset (core_leaderboard.go, LeaderboardsGet's prevReset): 0 before the board exists, else Last(now). */
   lastReset(board: Board, nowMs: number): number {
-    if (!board.resetSchedule) return 0
-    const [last] = parseSchedule(board.resetSchedule).previousRuns(1, new Date(nowMs))
-    return last ? Math.floor(last.getTime() / 1000) : 0
+    if (!board.resetSchedule || board.createTime * 1000 > nowMs) return 0
+    return Math.floor(parseSchedule(board.resetSchedule).last(new Date(nowMs)).getTime() / 1000)
   }
 
   #period(id: string, expiry: number): Map<string, StoredRecord> {

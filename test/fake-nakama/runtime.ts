@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import vm from 'node:vm'
 import { fileURLToPath } from 'node:url'
+import { parseSchedule } from './cron.js'
 import { FakeError } from './errors.js'
 import { jsonbText, type Board, type StoredRecord } from './leaderboards.js'
 import { SYSTEM_USER, type FakeState, type StorageObject, type User } from './state.js'
@@ -42,6 +43,8 @@ const DEFAULT_KEYS: TokenKeys = { encryptionKey: 'fake-encryption-key', refreshE
  */
 export function loadRuntime(state: FakeState, source: string | null = readFileSync(MODULE_PATH, 'utf8'), keys: TokenKeys = DEFAULT_KEYS): Runtime {
   const scope = vm.createContext({})
+  // The module's clock is the server's, as in Nakama: Date.now() reads the fake's (a test may fix it).
+  ;(vm.runInContext('Date', scope) as DateConstructor).now = () => state.now()
   const logs: string[] = []
   const rpcs = new Map<string, RpcFunction>()
   const before = new Map<string, HookFunction>()
@@ -173,8 +176,9 @@ function createNk(state: FakeState, keys: TokenKeys) {
       if (!sort) throw new TypeError('expects sort order to be one of: asc, ascending, desc, descending')
       if (!op) throw new TypeError('expects operator to be one of: best, set, incr, increment, decr, decrement')
       if (resetSchedule) {
+        // Nakama checks the schedule with cronexpr.Parse alone: one that never fires is accepted.
         try {
-          state.leaderboards.expiry({ resetSchedule } as Board, state.now())
+          parseSchedule(resetSchedule)
         } catch {
           throw new TypeError('expects reset schedule to be a valid CRON expression')
         }
@@ -191,8 +195,9 @@ function createNk(state: FakeState, keys: TokenKeys) {
         const b = state.leaderboards.boards.get(id)
         if (!b) return []
         const now = state.now()
-        const prev = state.leaderboards.lastReset(b, now)
-        const next = state.leaderboards.expiry(b, now)
+        // api.Leaderboard's prev_reset and next_reset are uint32: Go's zero time wraps to 2288912640.
+        const prev = state.leaderboards.lastReset(b, now) >>> 0
+        const next = state.leaderboards.expiry(b, now) >>> 0
         return [{
           id: b.id, operator: OPERATOR_NAME[b.operator], sortOrder: b.sortOrder === 'asc' ? 0 : 1, metadata: b.metadata,
           createTime: b.createTime, ...(prev ? { prevReset: prev } : {}), ...(next ? { nextReset: next } : {}), authoritative: b.authoritative,

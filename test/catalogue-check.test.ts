@@ -31,6 +31,8 @@ const CASES: Record<string, string[]> = {
   'wrong-type': [`${F}: $.rating.count: must be an integer`],
   'bad-enum': [`${F}: $.status: must be one of "available", "beta"`],
   'unknown-field': [`${F}: $.color: is not a known field`],
+  // JSON.parse keeps the last of two `status` keys: the first, not an allowed value, would go unread.
+  'duplicate-key': [`${F}: $.status: is given more than once in its object (JSON.parse would keep the last)`],
   'min-above-max': [`${F}: $.playerCount.min: must be <= $.playerCount.max (4 > 2)`],
   'iframe-playurl': [`${F}: $.playUrl: must carry the query embed=1 for an iframe-themeable game`],
   'native-playurl': [`${F}: $.playUrl: must be "/play/broken-game" for a native-component game`],

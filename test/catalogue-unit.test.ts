@@ -197,3 +197,39 @@ t.test('a capture time with an offset that names no real moment is refused, a re
     t.strictSame(built.problems, [{ file: 'broken-game.json', path: '$.verifiedPlayCapture.capturedAt', message: 'is not a real date and time' }], `${at}: one problem line`)
   }
 })
+
+t.test('every problem of a manifest is a line of its own, past TypeBox\'s cap on errors', async (t) => {
+  // Found by an audit: lines stopped at 100 a manifest, with no word that any were left out.
+  const base = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8'))
+  base.screenshots = Array.from({ length: 120 }, (_, i) => `https://cdn.example.com/${i}.png`)
+  for (let i = 0; i < 150; i++) base[`extra${i}`] = i
+  const { problems } = buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: JSON.stringify(base) }], 0)
+  t.equal(problems.filter((p) => p.path.startsWith('$.screenshots[')).length, 120, 'each screenshot')
+  t.equal(problems.filter((p) => p.message === 'is not a known field').length, 150, 'each unknown field')
+  t.match(problems.find((p) => p.path === '$.screenshots[119]'), { file: 'broken-game.json', message: /^must be a relative path/ })
+})
+
+t.test('a key given twice in one object is a problem wherever it stands, manifest or capture file; JSON.parse would keep the last unread', async (t) => {
+  // Found by an audit: `"status": "bogus-status", "status": "available"` passed and was served as available.
+  const text = readFileSync(path.join(ROOT, 'test/fixtures/catalogue/valid/broken-game.json'), 'utf8')
+  const base = JSON.parse(text)
+  const twice = (json: string, key: string, first: string): string => json.replace(`"${key}":`, `"${key}": ${first}, "${key}":`)
+  const build = (manifest: string, capture?: string) =>
+    buildCatalogue([{ file: 'broken-game.json', id: 'broken-game', text: manifest, ...(capture === undefined ? {} : { capture: { file: 'games/broken-game/latest.json', text: capture } }) }], 0)
+  const message = 'is given more than once in its object (JSON.parse would keep the last)'
+  t.strictSame(build(twice(JSON.stringify(base), 'status', '"bogus-status"')).problems, [{ file: 'broken-game.json', path: '$.status', message }], 'at the top')
+  // The same key however it is spelled: JSON reads `\u0073tatus` as `status`.
+  t.strictSame(build(JSON.stringify(base).replace('"status":', '"\\u0073tatus": "beta", "status":')).problems, [{ file: 'broken-game.json', path: '$.status', message }], 'spelled with an escape')
+  const nested = JSON.stringify({ ...base, leaderboards: { ...base.leaderboards, configs: { main: { type: 'points' } } } })
+  t.strictSame(build(nested.replace('"type":"points"', '"type":"points","type":"time_best"')).problems, [{ file: 'broken-game.json', path: '$.leaderboards.configs.main.type', message }], 'nested')
+  const listed = JSON.stringify({ ...base, characters: [{ id: 'a' }, { id: 'b' }] })
+  t.strictSame(build(listed.replace('{"id":"b"}', '{"id":"b","id":"c"}')).problems, [{ file: 'broken-game.json', path: '$.characters[1].id', message }], 'in an array\'s object, the index counted')
+  const both = build(twice(JSON.stringify({ ...base, status: 'bogus-status' }), 'title', '"x"')).problems
+  t.same(both.map((p) => p.path).sort(), ['$.status', '$.title'], 'the schema\'s problems too, in the same run')
+  t.strictSame(build(JSON.stringify({ ...base, tags: ['status', 'status'], description: '"status": 1, "status": 2' })).problems, [], 'equal strings that are no keys are nothing')
+  const { verifiedPlayCapture: _, ...bare } = base
+  const capture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/bad-capture/broken-game.json'), 'utf8')).verifiedPlayCapture
+  const captureText = twice(JSON.stringify({ ...capture, source: 'capture-on-demand' }), 'source', '"elsewhere"')
+  t.strictSame(build(JSON.stringify(bare), captureText).problems, [{ file: 'games/broken-game/latest.json', path: '$.source', message }], 'in the capture file')
+  t.strictSame(build(text).problems, [], 'the valid manifest as it is')
+})

@@ -7,6 +7,7 @@ import { configDifference, resolveLeaderboard } from './resolve.js'
 import { Representation } from './serialize.js'
 import { DetailCache, type DetailSource } from './details.js'
 import { messageOf } from '../log.js'
+import { duplicateKeys } from './duplicate-keys.js'
 
 /** A manifest file as read from MANIFESTS_DIR, with its capture file when one exists. */
 export interface ManifestFile {
@@ -25,13 +26,17 @@ export interface ManifestFile {
 /** Either a catalogue or every problem found; pure, so check and start agree line for line. */
 export type BuildResult = { catalogue: Catalogue; problems: [] } | { catalogue: null; problems: Problem[] }
 
+/** The file's value, or undefined when it is no JSON; a key named twice in one object is a problem too. */
 function parseJson(text: string, file: string, problems: Problem[]): unknown {
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (err) {
     problems.push({ file, path: '$', message: `is not valid JSON (${jsonProblem(err)})` })
     return undefined
   }
+  for (const path of duplicateKeys(text)) problems.push({ file, path, message: 'is given more than once in its object (JSON.parse would keep the last)' })
+  return value
 }
 
 /**
@@ -46,6 +51,7 @@ function jsonProblem(err: unknown): string {
 
 /** Validate one manifest and fill in its capture; null (with problems added) when invalid. */
 function readGame(input: ManifestFile, problems: Problem[]): Game | null {
+  const before = problems.length
   const value = parseJson(input.text, input.file, problems)
   if (value === undefined) return null
   const found = schemaProblems(ManifestValidator, value, input.file)
@@ -55,7 +61,7 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
     for (const problem of ruleProblems(value as Manifest, input.file, input.id)) if (!reported.has(problem.path)) found.push(problem)
   }
   problems.push(...found)
-  if (found.length > 0) return null
+  if (problems.length > before) return null
   const manifest = value as Manifest
   if (manifest.verifiedPlayCapture !== undefined) return manifest as Game
   let capture: unknown = null
@@ -65,9 +71,8 @@ function readGame(input: ManifestFile, problems: Problem[]): Game | null {
   }
   if (input.capture) {
     capture = parseJson(input.capture.text, input.capture.file, problems)
-    const bad = capture === undefined ? [] : captureProblems(capture, input.capture.file)
-    problems.push(...bad)
-    if (capture === undefined || bad.length > 0) return null
+    if (capture !== undefined) problems.push(...captureProblems(capture, input.capture.file))
+    if (problems.length > before) return null
   }
   return { ...manifest, verifiedPlayCapture: capture }
 }

@@ -1,4 +1,4 @@
-import type { TSchema, Validator } from '../typebox.js'
+import { Settings, type TSchema, type Validator } from '../typebox.js'
 import { escapeControls } from '../log.js'
 import { PATTERN_TEXT } from './manifest.js'
 
@@ -42,11 +42,26 @@ const ARTICLE: Record<string, string> = {
   object: 'an object', array: 'an array', null: 'null',
 }
 
+/**
+ * Every error of `value`, past TypeBox's cap on them: a manifest's author wants every problem in one
+ * run (CONTRACT §5: one line per problem), and a file on the server is no untrusted body. The cap
+ * (lib/catalogue/manifest.ts) stays for the request bodies every other check reads.
+ */
+function everyError(validator: Validator<{}, TSchema>, value: unknown): ReturnType<Validator<{}, TSchema>['Errors']> {
+  const cap = Settings.Get().maxErrors
+  Settings.Set({ maxErrors: Number.MAX_SAFE_INTEGER })
+  try {
+    return validator.Errors(value)
+  } finally {
+    Settings.Set({ maxErrors: cap })
+  }
+}
+
 /** Check `value` against a compiled schema; one problem per failing value, worded for a person. */
 export function schemaProblems(validator: Validator<{}, TSchema>, value: unknown, file: string, base = '$'): Problem[] {
   if (validator.Check(value)) return []
   const problems: Problem[] = []
-  for (const e of validator.Errors(value)) {
+  for (const e of everyError(validator, value)) {
     const params = e.params as Record<string, unknown>
     const path = fromPointer(base, e.instancePath, value)
     switch (e.keyword) {

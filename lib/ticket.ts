@@ -113,24 +113,27 @@ export function isAccessChangedCredential(keys: string[], credential: string): b
 }
 
 /**
- * What the platform's proof of an access answer signs: the bridge's fresh challenge and the answer,
- * `reason` null for "still admitted" (never taken for a reason, "admitted" included).
+ * What the platform's proof of an access answer signs: the bridge's fresh challenge, the ticket the
+ * question was about, and the answer, `reason` null for "still admitted" (never taken for a reason,
+ * "admitted" included). Without the ticket, whatever held the platform's port could ask another
+ * platform of the same secret about a signed-out user's ticket, with the bridge's challenge, and
+ * pass its "signed out" off as the answer about someone else's terminal.
  */
-const answerText = (challenge: string, reason: string | null): string =>
-  `playfield terminal access answer v1\n${challenge}\n${reason === null ? 'admitted' : `ended: ${reason}`}`
+const answerText = (challenge: string, ticket: string, reason: string | null): string =>
+  `playfield terminal access answer v2\n${challenge}\n${ticket}\n${reason === null ? 'admitted' : `ended: ${reason}`}`
 
 /**
- * The platform's proof of its answer (null: admitted; else the reason access ended) to the bridge's
- * `challenge`: what listens on the platform's port while the platform is down (any account may
- * take a free port) cannot answer for it, so it cannot end the developers' terminals.
+ * The platform's proof of its answer about `ticket` (null: admitted; else the reason access ended)
+ * to the bridge's `challenge`: what listens on the platform's port while the platform is down (any
+ * account may take a free port) cannot answer for it, so it cannot end the developers' terminals.
  */
-export function accessProof(keys: string[], challenge: string, reason: string | null): string {
-  return sign(keys[0]!, answerText(challenge, reason)).toString('base64url')
+export function accessProof(keys: string[], challenge: string, ticket: string, reason: string | null): string {
+  return sign(keys[0]!, answerText(challenge, ticket, reason)).toString('base64url')
 }
 
-/** Whether `proof` is the platform's for this challenge and answer, under one of `keys`. */
-export function isAccessProof(keys: string[], challenge: string, reason: string | null, proof: string): boolean {
-  return signedByOneOf(keys, answerText(challenge, reason), proof)
+/** Whether `proof` is the platform's for this challenge, ticket and answer, under one of `keys`. */
+export function isAccessProof(keys: string[], challenge: string, ticket: string, reason: string | null, proof: string): boolean {
+  return signedByOneOf(keys, answerText(challenge, ticket, reason), proof)
 }
 
 /**

@@ -270,7 +270,7 @@ t.test("on Nakama too, an open terminal's ticket is admitted until its session l
   const challenge = randomBytes(18).toString('base64url')
   const ask = async (ticket: string) => {
     const { proof, ...answer } = await json(await new Client(p.url).post('/dev/terminal/access', { ticket, challenge }, { authorization: `Bearer ${bridgeCredential([secret])}` }))
-    t.ok(isAccessProof([secret], challenge, answer.admitted ? null : answer.reason, proof), 'proved')
+    t.ok(isAccessProof([secret], challenge, ticket, answer.admitted ? null : answer.reason, proof), 'proved')
     return answer
   }
   const ticketOf = async (client: Client) => (await json(await client.post('/dev/terminal/ticket'))).ticket as string

@@ -105,7 +105,7 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   const answerFor = async (ticket: string): Promise<Record<string, unknown>> => {
     const { proof, ...answer } = (await (await ask({ ticket, challenge })).json()) as Record<string, unknown>
     const proved = answer.admitted === true ? null : String(answer.reason)
-    t.ok(isAccessProof([TICKET_SECRET], challenge, proved, String(proof)), `the proof of ${JSON.stringify(answer)}`)
+    t.ok(isAccessProof([TICKET_SECRET], challenge, ticket, proved, String(proof)), `the proof of ${JSON.stringify(answer)}`)
     return answer
   }
 
@@ -113,9 +113,11 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
   t.equal(admitted.status, 200)
   t.equal(admitted.headers.get('cache-control'), 'no-store')
   const body = (await admitted.json()) as { proof: string }
-  t.same(body, { success: true, admitted: true, proof: accessProof([TICKET_SECRET], challenge, null) }, "with the proof over the bridge's challenge")
-  t.notOk(isAccessProof([TICKET_SECRET], 'another-challenge-0123456789', null, body.proof), 'which proves nothing for another challenge')
-  t.notOk(isAccessProof([TICKET_SECRET], challenge, 'signed out', body.proof), 'nor another answer')
+  t.same(body, { success: true, admitted: true, proof: accessProof([TICKET_SECRET], challenge, ticket, null) }, "with the proof over the bridge's challenge and the ticket")
+  t.notOk(isAccessProof([TICKET_SECRET], 'another-challenge-0123456789', ticket, null, body.proof), 'which proves nothing for another challenge')
+  t.notOk(isAccessProof([TICKET_SECRET], challenge, ticket, 'signed out', body.proof), 'nor another answer')
+  const { ticket: other } = (await (await dev.post('/dev/terminal/ticket')).json()) as { ticket: string }
+  t.notOk(isAccessProof([TICKET_SECRET], challenge, other, null, body.proof), 'nor an answer about another ticket')
 
   await expectError(t, await ask({ ticket, challenge }, {}), 403, 'FORBIDDEN', 'no credential')
   await expectError(t, await ask({ ticket, challenge }, { authorization: `Bearer ${bridgeCredential(['another-ticket-secret-0123456789abcdef'])}` }), 403, 'FORBIDDEN', 'a credential of another secret')
@@ -152,15 +154,15 @@ t.test('POST /dev/terminal/access answers only the bridge, only about tickets th
 t.test("an answer without the platform's proof ends nothing: what takes the platform's port while it is down cannot close terminals", async (t) => {
   // Any account may listen on a free port, a developer's shell included.
   const port = await freePort()
-  let answer: (challenge: string) => unknown = () => ({ success: true, admitted: false, reason: 'signed out' })
+  let answer: (challenge: string, ticket: string) => unknown = () => ({ success: true, admitted: false, reason: 'signed out' })
   const challenges: string[] = []
   const squatter = http.createServer((req, res) => {
     let text = ''
     req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
     req.on('end', () => {
-      const { challenge } = JSON.parse(text) as { challenge: string }
+      const { challenge, ticket } = JSON.parse(text) as { challenge: string; ticket: string }
       challenges.push(challenge)
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(challenge)))
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer(challenge, ticket)))
     })
   })
   await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.1', resolve))
@@ -172,11 +174,15 @@ t.test("an answer without the platform's proof ends nothing: what takes the plat
   await term.frame('created')
   const failures = (): Record<string, unknown>[] => own.logs.filter((l) => l.event === 'terminal.access_check_failed')
   const signedOut = 'signed out'
-  const forgeries: [string, (challenge: string) => unknown][] = [
+  // A ticket of another user who has signed out, which a platform of the same secret would answer for.
+  const signedOutTicket = mintTicket([TICKET_SECRET], { id: 'u-other', username: 'other' }, 'other-session', Date.now()).ticket
+  const forgeries: [string, (challenge: string, ticket: string) => unknown][] = [
     ['no proof', () => ({ success: true, admitted: false, reason: 'signed out' })],
-    ['a proof under another secret', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof(['another-ticket-secret-0123456789abcdef'], c, signedOut) })],
-    ['a genuine proof over an earlier challenge', () => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], challenges[0]!, signedOut) })],
-    ['the proof of "admitted" with "signed out"', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, null) })],
+    ['a proof under another secret', (c, k) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof(['another-ticket-secret-0123456789abcdef'], c, k, signedOut) })],
+    ['a genuine proof over an earlier challenge', (_, k) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], challenges[0]!, k, signedOut) })],
+    ['the proof of "admitted" with "signed out"', (c, k) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, k, null) })],
+    // Found by an audit: a relay on the platform's port asked another platform about a signed-out user's ticket.
+    ['a genuine proof over this challenge about another ticket', (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, signedOutTicket, signedOut) })],
   ]
   for (const [what, forged] of forgeries) {
     answer = forged
@@ -189,7 +195,7 @@ t.test("an answer without the platform's proof ends nothing: what takes the plat
   t.match(failures()[0], { error: /without an access answer the platform proved/ })
   t.match(await term.run('echo still-open'), /^still-open/)
   // The same answer with the platform's proof over the check's own challenge: it counts.
-  answer = (c) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, signedOut) })
+  answer = (c, k) => ({ success: true, admitted: false, reason: 'signed out', proof: accessProof([TICKET_SECRET], c, k, signedOut) })
   t.same(await term.whenClosed(WAIT_MS), { code: 1008, reason: 'access ended: signed out' })
 })
 

@@ -124,15 +124,17 @@ t.test("the bridge's credential: one per key, every key of a rotation accepts it
   t.notOk(isBridgeCredential([KEY], mac), "a ticket's mac, which the page sees")
 })
 
-t.test("the platform's proof of an access answer holds for its challenge and answer only, under any key of a rotation", async (t) => {
+t.test("the platform's proof of an access answer holds for its challenge, ticket and answer only, under any key of a rotation", async (t) => {
   const challenge = 'challenge-0123456789abcdef'
-  const proof = accessProof([KEY, OLD], challenge, 'signed out')
-  t.ok(isAccessProof([KEY], challenge, 'signed out', proof))
-  t.ok(isAccessProof([OLD, KEY], challenge, 'signed out', proof), 'the key listed second on the bridge')
-  t.notOk(isAccessProof([OLD], challenge, 'signed out', proof), 'not under a key that did not sign it')
-  t.notOk(isAccessProof([KEY], 'challenge-0123456789abcdeg', 'signed out', proof), 'another challenge')
-  t.notOk(isAccessProof([KEY], challenge, 'developer access revoked', proof), 'another reason')
-  t.notOk(isAccessProof([KEY], challenge, null, proof), 'the other answer')
-  t.notOk(isAccessProof([KEY], challenge, null, accessProof([KEY], challenge, 'admitted')), '"admitted" as a reason is no admission')
-  t.notOk(isAccessProof([KEY], challenge, null, bridgeCredential([KEY])), "the bridge's credential is no proof")
+  const ticket = mintTicket([KEY], user, SESSION, now).ticket
+  const proof = accessProof([KEY, OLD], challenge, ticket, 'signed out')
+  t.ok(isAccessProof([KEY], challenge, ticket, 'signed out', proof))
+  t.ok(isAccessProof([OLD, KEY], challenge, ticket, 'signed out', proof), 'the key listed second on the bridge')
+  t.notOk(isAccessProof([OLD], challenge, ticket, 'signed out', proof), 'not under a key that did not sign it')
+  t.notOk(isAccessProof([KEY], 'challenge-0123456789abcdeg', ticket, 'signed out', proof), 'another challenge')
+  t.notOk(isAccessProof([KEY], challenge, mintTicket([KEY], user, SESSION, now).ticket, 'signed out', proof), 'another ticket')
+  t.notOk(isAccessProof([KEY], challenge, ticket, 'developer access revoked', proof), 'another reason')
+  t.notOk(isAccessProof([KEY], challenge, ticket, null, proof), 'the other answer')
+  t.notOk(isAccessProof([KEY], challenge, ticket, null, accessProof([KEY], challenge, ticket, 'admitted')), '"admitted" as a reason is no admission')
+  t.notOk(isAccessProof([KEY], challenge, ticket, null, bridgeCredential([KEY])), "the bridge's credential is no proof")
 })

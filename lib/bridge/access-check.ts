@@ -112,7 +112,7 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
         res.once('end', () => {
           clearTimeout(deadline)
           if (size > MAX_ANSWER_BYTES) return
-          const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8'), keys, challenge) : null
+          const access = res.statusCode === 200 ? accessOf(Buffer.concat(chunks).toString('utf8'), keys, challenge, ticket) : null
           if (access) resolve(access)
           else reject(new Error(`POST ${target.pathname} answered ${res.statusCode}${res.statusCode === 200 ? ' without an access answer the platform proved' : ''}`))
         })
@@ -171,9 +171,9 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
 
 /**
  * The platform's answer, or null when the body is not one or its proof is not the platform's for
- * this challenge: `reason` kept to a close frame's printable phrase.
+ * this challenge and ticket: `reason` kept to a close frame's printable phrase.
  */
-function accessOf(text: string, keys: string[], challenge: string): Access | null {
+function accessOf(text: string, keys: string[], challenge: string, ticket: string): Access | null {
   let body: unknown
   try {
     body = JSON.parse(text)
@@ -184,7 +184,7 @@ function accessOf(text: string, keys: string[], challenge: string): Access | nul
   const { success, admitted, reason, proof } = body as Record<string, unknown>
   // The answer a proof covers: null for admitted, else the reason; undefined for neither shape.
   const answer = admitted === true && reason === undefined ? null : admitted === false && typeof reason === 'string' ? reason : undefined
-  if (success !== true || answer === undefined || typeof proof !== 'string' || !isAccessProof(keys, challenge, answer, proof)) return null
+  if (success !== true || answer === undefined || typeof proof !== 'string' || !isAccessProof(keys, challenge, ticket, answer, proof)) return null
   if (admitted) return { admitted: true }
   const phrase = (reason as string).replace(/[^\x20-\x7e]/g, '').slice(0, 80)
   return { admitted: false, reason: phrase || 'access revoked' }

@@ -56,7 +56,7 @@ export function terminalRoutes(router: Router, app: App): void {
     const reason = !(await app.auth.referenceActive(claims.session, claims.userId)) ? 'signed out'
       : !(await admitUser(app, { id: claims.userId, username: claims.username })).admitted ? 'developer access revoked'
       : null
-    const proof = accessProof(ticketKeys, challenge, reason)
+    const proof = accessProof(ticketKeys, challenge, ticket, reason)
     json(ctx.res, 200, reason === null ? { success: true, admitted: true, proof } : { success: true, admitted: false, reason, proof }, NO_STORE)
   })
 

@@ -5,7 +5,7 @@ import { accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
-import { alive, connect, openTerminalAt, ORIGIN, signInAt, startBridge, TICKET_SECRET, until, type TermClient } from './helpers/terminal.js'
+import { alive, connect, openTerminalAt, ORIGIN, signInAt, startBridge, TICKET_SECRET, until, upgradeStatus, type TermClient } from './helpers/terminal.js'
 
 // An open terminal ends once its user would no longer get its ticket (README "Access"):
 // the bridge asks the platform every TERMINAL_ACCESS_CHECK_S (1 s here) with the ticket it was
@@ -72,13 +72,48 @@ t.test('a logout ends the terminals opened in that session, not those of another
   await staying.term.whenClosed()
 })
 
+t.test('a ticket minted before a revoke, or before its session\'s logout, opens nothing: 403 at the upgrade, logged, nothing spawned', async (t) => {
+  // Found by a security audit: such a ticket, good for its minute, opened a shell until the first interval's check.
+  const mint = async (client: Client): Promise<string> => ((await (await client.post('/dev/terminal/ticket')).json()) as { ticket: string }).ticket
+  const shells = (): number => bridge.logs.filter((l) => l.event === 'terminal.session' && typeof l.pid === 'number').length
+  const before = shells()
+  const dev = await signIn('access_early')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_early', 'developer')
+  const revoked = await mint(dev)
+  await runUsersOk({ DATA_DIR: dataDir }, 'revoke', 'access_early', 'developer')
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(revoked)}`, ORIGIN), 403, 'a role taken back after the ticket')
+  await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_early', 'developer')
+  const leaving = await mint(dev)
+  t.equal((await dev.post('/api/auth/logout')).status, 200)
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(leaving)}`, ORIGIN), 403, 'a session ended after the ticket')
+  const refusals = (): Record<string, unknown>[] => bridge.logs.filter((l) => l.event === 'terminal.refused' && l.user === 'access_early')
+  await until(() => refusals().length >= 2, WAIT_MS, 'the refusals to be logged')
+  t.match(refusals(), [{ status: 403, reason: 'access ended: developer access revoked' }, { status: 403, reason: 'access ended: signed out' }], 'each logged with the platform\'s reason')
+  t.equal(await upgradeStatus(bridge.port, `/ws?ticket=${encodeURIComponent(leaving)}`, ORIGIN), 401, 'the ticket was spent by that use')
+  const again = await signIn('access_early', false)
+  const { term } = await openTerminal(again)
+  t.match(await term.run('echo admitted'), /^admitted/, 'a ticket of a session still signed in, with the role, opens as before')
+  term.ws.close()
+  await term.whenClosed()
+  await until(() => shells() >= before + 1, WAIT_MS, 'its session line')
+  t.equal(shells(), before + 1, 'one shell spawned in all')
+})
+
 t.test('a platform that cannot be reached leaves every terminal open, logged once, and its answers count again once it is back', async (t) => {
   const dev = await signIn('access_outage')
   await runUsersOk({ DATA_DIR: dataDir }, 'grant', 'access_outage', 'developer')
   const { term } = await openTerminal(dev)
+  const { ticket: early } = (await (await dev.post('/dev/terminal/ticket')).json()) as { ticket: string }
   await platform.stop()
   const failures = (): number => bridge.logs.filter((l) => l.event === 'terminal.access_check_failed').length
   const before = failures()
+  // The check before a terminal opens fails open too: a platform that cannot answer keeps no one out.
+  const opened = await connect(bridge.port, { ticket: early })
+  opened.send({ type: 'create' })
+  await opened.frame('created')
+  t.match(await opened.run('echo opened-in-the-outage'), /^opened-in-the-outage/)
+  opened.ws.close()
+  await opened.whenClosed()
   // Then three more intervals, each with a check that fails: still the one line.
   await until(() => failures() > before, WAIT_MS, 'the outage to be logged')
   await sleep(3 * CHECK_S * 1000)

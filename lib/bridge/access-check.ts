@@ -9,8 +9,8 @@ const CHECK_TIMEOUT_MS = 5_000
 /** The most of an answer read: `{success, admitted, reason}` is well under it. */
 const MAX_ANSWER_BYTES = 4096
 
-/** The platform's answer about one open terminal. */
-type Access = { admitted: true } | { admitted: false; reason: string }
+/** The platform's answer about one terminal. */
+export type Access = { admitted: true } | { admitted: false; reason: string }
 
 /** The bridge's checks of its open terminals' access. */
 interface AccessChecks {
@@ -18,6 +18,14 @@ interface AccessChecks {
   watch(ws: WebSocket, ticket: string, user: string): void
   /** Check every open terminal now (the platform says a session ended or a role was taken back); a burst is one round a second. */
   recheck(): void
+  /**
+   * The platform's proven answer about a terminal about to open with `ticket`, or null when there
+   * is none to wait for (checks off; the platform unreachable, or its answer unproven: the terminal
+   * opens, as open ones stay open). A ticket is good for its minute after the session it was
+   * minted in has ended or its user's role was taken back; without this it would open a shell
+   * until the first interval's check.
+   */
+  admission(ticket: string): Promise<Access | null>
   /** No more checks (shutdown); those under way are dropped. */
   stop(): void
 }
@@ -46,7 +54,7 @@ interface AccessCheckOptions {
  * not end the developers' shells), and is logged once until it answers again.
  */
 export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessCheckOptions): AccessChecks {
-  if (url === null || intervalMs === 0) return { watch() {}, recheck() {}, stop() {} }
+  if (url === null || intervalMs === 0) return { watch() {}, recheck() {}, admission: async () => null, stop() {} }
   const target = new URL('/dev/terminal/access', url)
   const credential = bridgeCredential(keys)
   /** Each open terminal's check, and its interval's timer. */
@@ -153,6 +161,18 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
         clearInterval(timer)
         checks.delete(ws)
       })
+    },
+    admission(ticket) {
+      return ask(ticket).then(
+        (access) => {
+          answered()
+          return access
+        },
+        (err: unknown) => {
+          failed(err)
+          return null
+        },
+      )
     },
     recheck() {
       if (stopped || nextRound !== null) return

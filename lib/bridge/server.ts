@@ -160,39 +160,47 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
     if (!origins.has(req.headers.origin ?? '')) return deny(403, 'origin not allowed', claims.username)
     // RFC 6455 §4.1: the opening handshake is HTTP/1.1 or later (ws would take an HTTP/1.0 one).
     if (req.httpVersionMajor === 1 && req.httpVersionMinor < 1) return deny(400, 'a WebSocket upgrade needs HTTP/1.1', claims.username)
-    denials.set(req, (status, reason, headers) => deny(status, reason, claims.username, headers))
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      // A protocol error (a frame over 1 MiB, text that is not UTF-8): ws has written its close frame
-      // and discards what the client still sends. End the socket after that frame rather than
-      // destroy it: a reset while the client is still sending can reach it (or the proxy in
-      // between) before the close frame does, and the client sees 1006 instead of 1009.
-      ws.on('error', () => {
-        socket.end()
-        setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+    const open = (): void => {
+      denials.set(req, (status, reason, headers) => deny(status, reason, claims.username, headers))
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        // A protocol error (a frame over 1 MiB, text that is not UTF-8): ws has written its close frame
+        // and discards what the client still sends. End the socket after that frame rather than
+        // destroy it: a reset while the client is still sending can reach it (or the proxy in
+        // between) before the close frame does, and the client sees 1006 instead of 1009.
+        ws.on('error', () => {
+          socket.end()
+          setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+        })
+        // An upgrade read after SIGTERM (its socket accepted before) gets the shutdown's close too.
+        const refusal = stopping ? ([CLOSE_GOING_AWAY, 'terminal bridge shutting down'] as const)
+          : connections.size >= config.maxConn ? ([CLOSE_TRY_AGAIN, 'terminal connection limit reached'] as const)
+          : null
+        if (refusal) {
+          // Refused, but a connection all the same: it gets its session line, without a PTY.
+          const startedAt = new Date().toISOString()
+          const closed = new Promise<void>((resolve) =>
+            ws.once('close', () => {
+              sessionLog(sessionLine(claims, { pid: null, startedAt, bytesIn: 0, bytesOut: 0 }))
+              refused.delete(closed)
+              resolve()
+            }),
+          )
+          refused.add(closed)
+          setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
+          return ws.close(refusal[0], refusal[1])
+        }
+        const done = serveConnection(ws, claims, { registry, log, sessionLog, took: () => heartbeat.took(ws) })
+        connections.set(ws, done)
+        heartbeat.watch(ws, (socket as Socket).remotePort ?? -1)
+        access.watch(ws, ticket, claims.username)
+        ws.once('close', () => connections.delete(ws))
       })
-      // An upgrade read after SIGTERM (its socket accepted before) gets the shutdown's close too.
-      const refusal = stopping ? ([CLOSE_GOING_AWAY, 'terminal bridge shutting down'] as const)
-        : connections.size >= config.maxConn ? ([CLOSE_TRY_AGAIN, 'terminal connection limit reached'] as const)
-        : null
-      if (refusal) {
-        // Refused, but a connection all the same: it gets its session line, without a PTY.
-        const startedAt = new Date().toISOString()
-        const closed = new Promise<void>((resolve) =>
-          ws.once('close', () => {
-            sessionLog(sessionLine(claims, { pid: null, startedAt, bytesIn: 0, bytesOut: 0 }))
-            refused.delete(closed)
-            resolve()
-          }),
-        )
-        refused.add(closed)
-        setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
-        return ws.close(refusal[0], refusal[1])
-      }
-      const done = serveConnection(ws, claims, { registry, log, sessionLog, took: () => heartbeat.took(ws) })
-      connections.set(ws, done)
-      heartbeat.watch(ws, (socket as Socket).remotePort ?? -1)
-      access.watch(ws, ticket, claims.username)
-      ws.once('close', () => connections.delete(ws))
+    }
+    // The platform's word before anything opens: a ticket outlives a logout or a revoke by up to its
+    // minute. A platform that gives none lets it open, as open terminals stay open then.
+    void access.admission(ticket).then((verdict) => {
+      if (verdict !== null && !verdict.admitted) return deny(403, `access ended: ${verdict.reason}`, claims.username)
+      open()
     })
   })
 

@@ -4,6 +4,7 @@ import { accessSync, chmodSync, chownSync, constants, existsSync, mkdirSync, rea
 import path from 'node:path'
 import os from 'node:os'
 import { ROOT, tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
+import { loadPlatformConfig } from '../lib/config.js'
 import { request } from './helpers/nginx.js'
 import { ORIGIN, SHELL_USER, TICKET_SECRET, alive, cgroupHierarchy, removeCgroupTree, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
 import {
@@ -102,6 +103,8 @@ t.test('playfield-terminal.service: starts as root to become the shell account, 
   t.ok(timeSpanMs(serviceValue(terminalUnit, 'TimeoutStopSec')!) > 5000)
   t.equal(serviceValue(terminalUnit, 'StateDirectory'), undefined, 'systemd would create it for root: Deploy creates the home')
   t.equal(serviceValue(terminalUnit, 'ReadWritePaths'), '/var/lib/playfield-shell', 'the shell account\'s writable home')
+  // Found by a security audit: a shell took port 3000 while the platform restarted, and got the sign-ins.
+  t.equal(serviceValue(terminalUnit, 'SocketBindDeny'), `tcp:${loadPlatformConfig({}).port}`, 'no shell may take the platform\'s port')
 })
 
 t.test('systemd-analyze security: exposure of each unit', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { startPlatform, tempDir } from './helpers/platform.js'
 import { rawRequest } from './helpers/raw-http.js'
@@ -68,10 +68,17 @@ t.test('a link to DATA_DIR\'s secrets or database is a 404 also when SCREENSHOTS
     symlinkSync(secret, path.join(games, 'key.txt'))
     symlinkSync(path.relative(games, secret), path.join(games, 'key-relative.txt'))
     symlinkSync(path.join(dataDir, 'playfield.sqlite'), path.join(games, 'db.txt'))
+    // Found by a security audit: a hard link is no link a path check sees.
+    linkSync(secret, path.join(games, 'hard.txt'))
+    linkSync(path.join(dataDir, 'playfield.sqlite'), path.join(games, 'hard-db.txt'))
+    // A capture of two names, neither of them DATA_DIR's, is still one.
+    linkSync(path.join(games, 'notes.json'), path.join(games, 'notes-again.json'))
     try {
+      const twice = await rawRequest(own.url, 'GET', '/screenshots/games/marble-maze-lab/notes-again.json')
+      t.same([twice.status, twice.body.toString()], [200, '{"result":"visible"}\n'], `${layout}: a capture with two names`)
       const served = await rawRequest(own.url, 'GET', '/screenshots/games/marble-maze-lab/notes.json')
       t.equal(served.status, 200, `${layout}: a capture is still served`)
-      for (const file of ['key.txt', 'key-relative.txt', 'db.txt']) {
+      for (const file of ['key.txt', 'key-relative.txt', 'db.txt', 'hard.txt', 'hard-db.txt']) {
         const res = await rawRequest(own.url, 'GET', `/screenshots/games/marble-maze-lab/${file}`)
         t.equal(res.status, 404, `${layout}: ${file}`)
         t.match(res.headers['content-type'], /^text\/html/, `${layout}: ${file}`)

@@ -1,6 +1,6 @@
 import { constants, realpathSync, type Stats } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { open, readlink, realpath, type FileHandle } from 'node:fs/promises'
+import { lstat, open, readdir, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type { Router } from '../http/router.js'
@@ -90,9 +90,23 @@ async function captureFile(root: string, realData: string, id: string, file: str
     realpath(root).catch(() => null),
     handle.stat().catch(() => null),
   ])
-  if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && !ownDataFile(real, realData) && info?.isFile()) return { handle, info, type }
+  if (real !== null && realRoot !== null && real.startsWith(realRoot + path.sep) && !ownDataFile(real, realData) && info?.isFile() &&
+    !(info.nlink > 1 && (await linkedDataFile(info, realData)))) return { handle, info, type }
   await handle.close()
   return null
+}
+
+/**
+ * Whether `info`, a file with more than one name, is also one of DATA_DIR's own files by another
+ * name (a hard link, which no path check sees). Only such files pay for the look.
+ */
+async function linkedDataFile(info: Stats, realData: string): Promise<boolean> {
+  const names = async (dir: string): Promise<string[]> => (await readdir(dir).catch(() => [])).map((name) => path.join(dir, name))
+  for (const file of [...(await names(realData)), ...(await names(path.join(realData, 'secrets')))]) {
+    const other = await lstat(file).catch(() => null)
+    if (other?.isFile() && other.ino === info.ino && other.dev === info.dev) return true
+  }
+  return false
 }
 
 /** `dir` resolved through its links, or as written when it cannot be. */

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import net from 'node:net'
+import http from 'node:http'
 import t from 'tap'
 import { WebSocket } from 'ws'
 import { alive, connect, maskedText, ORIGIN, readPaced, startBridge, TermClient, ticket, until } from './helpers/terminal.js'
@@ -332,6 +333,31 @@ t.test('an upgrade read after SIGTERM gets 101 and the 1001 close, and no shell:
   }
   t.equal(bridge.logs.filter((l) => l.event === 'terminal.session').length, 5, 'every connection logged')
   t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && l.pid === null).length, 4, 'the late ones without a PTY')
+})
+
+t.test('upgrades waiting for a platform that never answers get 101 and the 1001 close at SIGTERM, each logged, the exit in time', async (t) => {
+  // Found in review: the check before a terminal opens outlived the shutdown, and its clients got a bare close.
+  const held: http.ServerResponse[] = []
+  const platform = http.createServer((_req, res) => void held.push(res))
+  await new Promise<void>((resolve) => platform.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const res of held) res.destroy()
+    platform.close()
+  })
+  const bridge = await startBridge({ PORT: String((platform.address() as net.AddressInfo).port), TERMINAL_ACCESS_CHECK_S: '30' })
+  const waiting = Array.from({ length: 3 }, () => new WebSocket(`ws://127.0.0.1:${bridge.port}/ws?ticket=${encodeURIComponent(ticket())}`, { origin: ORIGIN }))
+  const closes = waiting.map((ws) => new Promise<[number, boolean]>((resolve) => {
+    let opened = false
+    ws.once('open', () => (opened = true))
+    ws.once('close', (code) => resolve([code, opened]))
+    ws.once('error', () => undefined)
+  }))
+  await until(() => held.length === 3, 10_000, 'three questions held by the platform')
+  const started = Date.now()
+  t.same(await bridge.stop('SIGTERM'), { code: 0, signal: null })
+  t.ok(Date.now() - started < 5000, `exited in ${Date.now() - started} ms`)
+  t.same(await Promise.all(closes), [[1001, true], [1001, true], [1001, true]], 'each opened, then closed with 1001')
+  t.equal(bridge.logs.filter((l) => l.event === 'terminal.session' && l.pid === null).length, 3, 'every connection logged, without a PTY')
 })
 
 // A session whose shell is gone (a `kill`, its own exit, or a closed socket) is still being ended

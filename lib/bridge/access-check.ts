@@ -163,6 +163,8 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
       })
     },
     admission(ticket) {
+      // Stopping: no question, and the upgrade goes on to the shutdown's 1001.
+      if (stopped) return Promise.resolve(null)
       return ask(ticket).then(
         (access) => {
           answered()

@@ -66,6 +66,8 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
   const spent = new SpentTickets()
   const origins = new Set(config.origins)
   const connections = new Map<WebSocket, Promise<void>>()
+  /** Upgrades waiting for the platform's answer before they open. */
+  const admitting = new Set<Promise<void>>()
   /** Connections refused after their upgrade (the limit, a shutdown), until their close is done. */
   const refused = new Set<Promise<void>>()
   let stopping = false
@@ -197,11 +199,14 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
       })
     }
     // The platform's word before anything opens: a ticket outlives a logout or a revoke by up to its
-    // minute. A platform that gives none lets it open, as open terminals stay open then.
-    void access.admission(ticket).then((verdict) => {
+    // minute. A platform that gives none lets it open, as open terminals stay open then. A stop
+    // meanwhile cuts the question short and waits for the answer it then gives (1001).
+    const admitted: Promise<void> = access.admission(ticket).then((verdict) => {
+      admitting.delete(admitted)
       if (verdict !== null && !verdict.admitted) return deny(403, `access ended: ${verdict.reason}`, claims.username)
       open()
     })
+    admitting.add(admitted)
   })
 
   async function shutdown(): Promise<void> {
@@ -214,7 +219,7 @@ export function createBridge({ config, account, ticketKeys, log, sessionLog, con
       ws.close(CLOSE_GOING_AWAY, 'terminal bridge shutting down')
       setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS).unref()
     }
-    await Promise.all([...ending, registry.disposeAll()])
+    await Promise.all([...ending, registry.disposeAll(), ...admitting])
     // Refusals still closing, those made meanwhile included: each ends within CLOSE_HANDSHAKE_MS.
     while (refused.size > 0) await Promise.all(refused)
   }

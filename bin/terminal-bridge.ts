@@ -1,6 +1,6 @@
 import { loadBridgeConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkHome, checkShell, dataDirExists, listenProblem } from '../lib/config-checks.js'
+import { checkDataDir, checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/log.js'
 import { killEndingSessions } from '../lib/bridge/session-kill.js'
 import { listen } from '../lib/http/listen.js'
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   if (command === 'check') {
     // The shared secret as the start would read or make it, DATA_DIR's own checks included, but nothing made.
     if (config.ticketSecret === null) {
-      dataDirExists(config.dataDir)
+      checkDataDir(config.dataDir, { readOnly: true })
       checkStoredSecret(config.dataDir, 'terminal-ticket-secret')
     }
     process.stdout.write(`bridge settings ok: shells run as ${account.username} (${config.shell}), at most ${config.maxConn} connections, on ${config.host}\n`)

@@ -51,11 +51,11 @@ export function openToOthers(dataDir: string): string | null {
 
 /**
  * For `check`, which makes nothing: what checkDirectories would refuse of DATA_DIR, as the start
- * words it. A directory this user may write; or, not there yet, one it may make (its nearest
- * parent that exists, writable).
+ * words it. A directory this user may write (unless `readOnly`, as there); or, not there yet, one
+ * it may make (its nearest parent that exists, writable).
  */
-export function checkDataDir(dataDir: string): void {
-  if (dataDirExists(dataDir)) return checkWritable(dataDir)
+export function checkDataDir(dataDir: string, { readOnly = false } = {}): void {
+  if (dataDirExists(dataDir)) return readOnly ? undefined : checkWritable(dataDir)
   let parent = path.dirname(dataDir)
   while (!dataDirExists(parent, dataDir) && path.dirname(parent) !== parent) parent = path.dirname(parent)
   try {

@@ -194,7 +194,7 @@ t.test('a missing manifests directory is a bad MANIFESTS_DIR: exit 2 and its one
   t.equal(run.stderr, `config: MANIFESTS_DIR: ${JSON.stringify(dir)} does not exist; expected a directory of game manifests\n`)
 })
 
-t.test('two games may share a leaderboard id when its resolved config is the same', async (t) => {
+t.test('two games may share a leaderboard id when its resolved config is the same (a schedule written with leading zeros in one is the same schedule)', async (t) => {
   const run = await check(path.join(FIXTURES, 'board-shared-same-config'))
   t.equal(run.stderr, '')
   t.equal(run.code, 0)

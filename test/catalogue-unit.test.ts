@@ -37,6 +37,7 @@ t.test('leaderboard resolution follows CONTRACT §5 for every type, operator and
     'authoritative kept, schedule whitespace normalized',
   )
   t.equal(resolveLeaderboard('b', { resetSchedule: null }).resetSchedule, null)
+  t.equal(resolveLeaderboard('b', { resetSchedule: '00 00 * * 01' }).resetSchedule, '0 0 * * 1', 'leading zeros dropped: one schedule however it is written')
 })
 
 t.test('reset schedules: five fields that croner accepts and that fire', async (t) => {
@@ -76,6 +77,8 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     // Leading zeros are the numbers they say (Nakama is sent them without): `07` is a Sunday too.
     ['00 00 01 01 *', null],
     ['000 0 * * 01', null],
+    // Found in review: `07/2` was handed to croner as `07-6/2`, a range from 7 down to 6.
+    ['0 0 * * 07/2', null],
     ['0 0 * * 5-07', 'is not a valid cron expression: weekday range 5-7 ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
     ['0 0 1-7 * *', null],
     // N/step is N to the field's end in cronexpr (croner refuses the form; it is read as that range).
@@ -102,6 +105,7 @@ t.test('Nakama is sent a schedule without leading zeros, which its cronexpr read
     t.equal(withoutLeadingZeros(written), sent, JSON.stringify(written))
     t.equal(nextReset(sent, now), nextReset(written, now), `${JSON.stringify(written)}: the same next reset to croner`)
   }
+  t.equal(nextReset('0 0 * * 07/2', now), nextReset('0 0 * * 7/2', now), '07/2 is 7/2')
 })
 
 t.test('a detail is re-serialized once its nextResetAt has passed, with a new ETag', async (t) => {

@@ -1,5 +1,6 @@
 import type { LeaderboardConfig } from '../backend/backend.js'
 import type { BoardConfigInput } from './manifest.js'
+import { withoutLeadingZeros } from './schedule.js'
 
 // CONTRACT §5: the operator a type implies when the config names none.
 const INCR_TYPES = new Set(['incr', 'wins', 'kills', 'win_loss'])
@@ -19,7 +20,8 @@ export function resolveLeaderboard(id: string, input: BoardConfigInput | undefin
     operator,
     sortOrder,
     // Whitespace is not meaning: two games writing one schedule differently still agree.
-    resetSchedule: typeof input?.resetSchedule === 'string' ? input.resetSchedule.trim().split(/\s+/).join(' ') : null,
+    // Spaces and leading zeros normalized: `0 0 * * 01` in one game and `0 0 * * 1` in another are one schedule.
+    resetSchedule: typeof input?.resetSchedule === 'string' ? withoutLeadingZeros(input.resetSchedule.trim().split(/\s+/).join(' ')) : null,
     authoritative: input?.authoritative ?? false,
   }
 }

@@ -100,7 +100,8 @@ function parse(expr: string): Cron {
       problems.clear()
       nextRuns.clear()
     }
-    cron = new Cron(asCronexpr(expr), { timezone: 'UTC' })
+    // Without leading zeros, as Nakama is sent it: `07/2` is a Sunday's step, as `7/2` is.
+    cron = new Cron(asCronexpr(withoutLeadingZeros(expr)), { timezone: 'UTC' })
     parsed.set(expr, cron)
   }
   return cron

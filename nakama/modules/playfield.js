@@ -26,6 +26,8 @@ var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 // Storage-version conflicts are retried this many times before the RPC gives up (500).
 var MAX_ATTEMPTS = 50;
 var MAX_SCORE = 9007199254740991;
+// A board whose reset schedule cannot be compared this second (sameSchedule): neither the same nor differing.
+var UNSURE = 'unsure';
 
 function InitModule(ctx, logger, nk, initializer) {
   initializer.registerRpc('playfield_sync_leaderboards', rpcSyncLeaderboards);
@@ -202,18 +204,21 @@ function rpcSyncLeaderboards(ctx, logger, nk, payload) {
   for (var i = 0; i < found.length; i++) existing[found[i].id] = found[i];
   var created = [];
   var differing = [];
+  var unchecked = [];
   for (var j = 0; j < boards.length; j++) {
     var b = boards[j];
     var old = existing[b.id];
     if (old) {
-      if (!sameBoard(old, b)) differing.push(b.id);
+      var same = sameBoard(old, b);
+      if (same === UNSURE) unchecked.push(b.id);
+      else if (!same) differing.push(b.id);
       continue;
     }
     nk.leaderboardCreate(b.id, b.authoritative === true, b.sortOrder, b.operator, b.resetSchedule || null,
       { playfield: true }, true);
     created.push(b.id);
   }
-  return JSON.stringify({ created: created, differing: differing });
+  return JSON.stringify({ created: created, differing: differing, unchecked: unchecked });
 }
 
 // Nakama versions report the operator as a name ('increment') or a stored number (incr 2).
@@ -228,7 +233,9 @@ function operatorOf(board) {
 // schedule's consecutive fire times from shortly before now (null without a schedule): the stored
 // schedule is taken as the same when its bounds are two neighbours there.
 // cronexpr works in whole seconds: within a fire's own second its Last and Next both pass over that
-// fire, and the bounds are then the fires either side of it (Date.now() is the clock they read).
+// fire (Date.now() is the clock they read), and the bounds are then the fires either side of it.
+// Whether the stored schedule fires at that second too cannot be told from them: UNSURE, which the
+// next sync (a start, a reload) settles.
 function sameSchedule(old, resets) {
   var prev = Number(old.prevReset || 0);
   var next = Number(old.nextReset || 0);
@@ -237,12 +244,13 @@ function sameSchedule(old, resets) {
   for (var i = 0; i + 1 < resets.length; i++) {
     if (resets[i + 1] !== next) continue;
     if (prev === 0 || resets[i] === prev) return true;
-    if (i > 0 && resets[i] === second && resets[i - 1] === prev) return true;
+    if (i > 0 && resets[i] === second && resets[i - 1] === prev) return UNSURE;
   }
   return false;
 }
 
 // Sort order comes as a name or as the stored number (asc 0, desc 1); compare what is known.
+// true, false, or UNSURE when all but the schedule agree and it cannot be told this second.
 function sameBoard(old, b) {
   var sort = old.sortOrder;
   if (sort === 0 || sort === 'asc' || sort === 'ascending') sort = 'asc';

@@ -37,7 +37,12 @@ export const TimesAnswer = Compile(Type.Object({ times: Type.Array(Type.Number()
 /** playfield_record_launch: the launch was stored. */
 export const LaunchAnswer = Compile(Type.Object({ recorded: Type.Literal(true) }))
 /** playfield_sync_leaderboards. */
-export const SyncAnswer = Compile(Type.Object({ created: Type.Array(Type.String()), differing: Type.Array(Type.String()) }))
+export const SyncAnswer = Compile(Type.Object({
+  created: Type.Array(Type.String()),
+  differing: Type.Array(Type.String()),
+  // A module from before this version leaves it out.
+  unchecked: Type.Optional(Type.Array(Type.String())),
+}))
 /** playfield_write_record. */
 export const WriteAnswer = Compile(Type.Union([
   Type.Object({ record: BoardRecord }),

@@ -58,12 +58,15 @@ export class NakamaLeaderboards implements LeaderboardPart {
       // Each board is created or compared on its own, so a large catalogue goes in several calls.
       const created: string[] = []
       const differing: string[] = []
+      // Boards whose schedule the module could not compare in the second it was asked: the next sync does.
+      const unchecked: string[] = []
       for (const batch of batches(payload, SYNC_BATCH_BYTES)) {
         const out = await this.client.rpc('playfield_sync_leaderboards', { boards: batch }, SyncAnswer)
         created.push(...out.created)
         differing.push(...out.differing)
+        unchecked.push(...(out.unchecked ?? []))
       }
-      logLine({ event: 'nakama.leaderboards', created, differing })
+      logLine({ event: 'nakama.leaderboards', created, differing, unchecked })
       return true
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err

@@ -294,6 +294,28 @@ t.test('a schedule written with leading zeros reaches Nakama without them: its r
   t.equal(fake!.state.leaderboards.expiry(board, now) * 1000, nextReset('00 00 * * 01', now), 'records expire at the next Monday, as nextResetAt says')
 })
 
+t.test('a sync that fails while a newer one has begun (a reload meanwhile) is not retried over it', onFake, async (t) => {
+  // Found in review: the old sync's retry, 2 s on, put the old catalogue's boards and operators back.
+  const b = backend({ timeoutMs: 300 })
+  const syncCalls = (): number => fake!.calls.get('POST /v2/rpc/playfield_sync_leaderboards') ?? 0
+  const old = [{ id: `old_${tag}`, operator: 'best' as const, sortOrder: 'desc' as const, resetSchedule: null, authoritative: true }]
+  const reloaded = [{ id: `new_${tag}`, operator: 'incr' as const, sortOrder: 'desc' as const, resetSchedule: null, authoritative: true }]
+  let held = 0
+  fake!.intercept = (_method, path) => (held === 0 && path === '/v2/rpc/playfield_sync_leaderboards' ? (held++, 'hang') : undefined)
+  t.teardown(() => (fake!.intercept = null))
+  const first = b.syncLeaderboards(old)
+  for (let i = 0; i < 100 && held === 0; i++) await sleep(10)
+  t.equal(held, 1, 'the first sync is held by Nakama')
+  await b.syncLeaderboards(reloaded)
+  await first
+  const after = syncCalls()
+  await sleep(3000)
+  t.equal(syncCalls(), after, 'no retry of the old sync')
+  const u = await b.register(name('reloaded'), 'password123')
+  await b.writeRecord({ leaderboardId: reloaded[0]!.id, ownerId: u.userId, username: u.username, score: 9007199254740990, subscore: 0 }, Date.now())
+  await expectRejection(t, b.writeRecord({ leaderboardId: reloaded[0]!.id, ownerId: u.userId, username: u.username, score: 2, subscore: 0 }, Date.now()), 400, 'VALIDATION_FAILED', 'the reloaded catalogue\'s incr operator still applies (its overflow refused)')
+})
+
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, nothing changed, recovery when it returns', onFake, async (t) => {
   const b = backend()
   const s = await b.register(name('down'), 'password123')

@@ -28,6 +28,8 @@ export class NakamaLeaderboards implements LeaderboardPart {
   #operators = new Map<string, LeaderboardConfig['operator']>()
   /** A sync run because Nakama lacked a declared board; callers that found the same share it. */
   #recreating: Promise<boolean> | undefined
+  /** Counts syncs begun: a failed one retries only if no newer one has begun since (that one retries for itself). */
+  #generation = 0
   /** Boards already reported as keeping no ranks: said once per board and process. */
   #unranked = new Set<string>()
   constructor(readonly client: NakamaClient) {}
@@ -43,6 +45,7 @@ export class NakamaLeaderboards implements LeaderboardPart {
 
   /** syncLeaderboards, answering whether the sync went through (false: pending, retried). */
   async #sync(boards: LeaderboardConfig[]): Promise<boolean> {
+    const generation = ++this.#generation
     clearTimeout(this.#retry)
     this.#boards = boards
     this.#operators = new Map(boards.map((b) => [b.id, b.operator]))
@@ -70,6 +73,9 @@ export class NakamaLeaderboards implements LeaderboardPart {
       return true
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 503)) throw err
+      // A reload's sync began while this one's calls went on: a retry of this one would put the old
+      // catalogue's boards and operators back over the new.
+      if (generation !== this.#generation) return false
       logLine({ event: 'nakama.leaderboards_pending', retryInMs: SYNC_RETRY_MS })
       this.#retry = setTimeout(() => {
         this.syncLeaderboards(boards).catch((again: unknown) => logLine({ event: 'nakama.leaderboards_failed', error: again instanceof Error ? again.message : String(again) }))

@@ -10,7 +10,7 @@ const CHECK_TIMEOUT_MS = 5_000
 const MAX_ANSWER_BYTES = 4096
 
 /** The platform's answer about one terminal. */
-export type Access = { admitted: true } | { admitted: false; reason: string }
+type Access = { admitted: true } | { admitted: false; reason: string }
 
 /** The bridge's checks of its open terminals' access. */
 interface AccessChecks {

@@ -29,22 +29,17 @@ export function loadSecret(dataDir: string, name: string, fromEnv: string | null
 
 /**
  * What loadSecret would refuse of DATA_DIR's secret, without making one: for `check`. A stored file
- * it cannot use; or, when there is none, a place this user may not write, where it would make one
- * (the nearest of its folders that exists: DATA_DIR itself may be made too).
+ * it cannot use; or, when there is none, a folder this user may not write where it would make one
+ * (`secrets/`, or DATA_DIR when that is not there yet; a DATA_DIR not made yet is checkDataDir's).
  */
 export function checkStoredSecret(dataDir: string, name: string): void {
   const file = path.join(dataDir, 'secrets', name)
   try {
-    if (readSecret(file) === null) accessSync(nearestExisting(path.dirname(file)), constants.W_OK | constants.X_OK)
+    const into = [path.dirname(file), dataDir].find((dir) => existsSync(dir))
+    if (readSecret(file) === null && into !== undefined) accessSync(into, constants.W_OK | constants.X_OK)
   } catch (err) {
     throw secretFileError(file, err)
   }
-}
-
-/** `dir`, or its nearest parent that exists. */
-function nearestExisting(dir: string): string {
-  while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir)
-  return dir
 }
 
 /**

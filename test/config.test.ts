@@ -1,5 +1,5 @@
 import t from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
 import os from 'node:os'
 import net from 'node:net'
@@ -8,7 +8,7 @@ import Database from 'better-sqlite3'
 import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
 import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
-import { ensureShellUser, SHELL_USER, startBridge, uidOf } from './helpers/terminal.js'
+import { ensureShellUser, gidOf, SHELL_USER, startBridge, uidOf } from './helpers/terminal.js'
 
 // GAME_BACKEND=nakama with one of its keys unset: each is required (CONTRACT §1).
 const NAKAMA = { GAME_BACKEND: 'nakama', NAKAMA_URL: 'http://127.0.0.1:7350', NAKAMA_SERVER_KEY: 'serverkey', NAKAMA_HTTP_KEY: 'httpkey' }
@@ -239,7 +239,7 @@ function closedDir(): { dir: string; other: Account } {
   if (process.getuid?.() !== 0) return { dir, other: {} }
   // Root may write anywhere: the shell account stands in for a user who may not.
   ensureShellUser()
-  return { dir, other: { uid: uidOf(SHELL_USER), gid: Number(execFileSync('id', ['-g', SHELL_USER], { encoding: 'utf8' })) } }
+  return { dir, other: { uid: uidOf(SHELL_USER), gid: gidOf(SHELL_USER) } }
 }
 
 t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes them, before an upgrade\'s restart; it writes nothing and exits', async (t) => {

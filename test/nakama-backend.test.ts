@@ -5,6 +5,7 @@ import { loadPlatformConfig } from '../lib/config.js'
 import { HttpError } from '../lib/http/errors.js'
 import { RENAME_RULE } from '../lib/limiter.js'
 import { nextReset } from '../lib/catalogue/schedule.js'
+import { resolveLeaderboard } from '../lib/catalogue/resolve.js'
 import type { Backend, BackendSession } from '../lib/backend/backend.js'
 import { createNakamaBackend } from '../lib/backend/nakama/index.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
@@ -285,7 +286,8 @@ t.test('a schedule written with leading zeros reaches Nakama without them: its r
   // Found by an audit: Nakama's cronexpr reads a month or weekday `01` as 0 (Sunday, or no month).
   const b = backend()
   const id = `zeros_${tag}`
-  await b.syncLeaderboards([{ id, operator: 'best', sortOrder: 'desc', resetSchedule: '00 00 * * 01', authoritative: true }])
+  // As the catalogue resolves it: the backend is given resolved configs.
+  await b.syncLeaderboards([resolveLeaderboard(id, { operator: 'best', resetSchedule: '00 00 * * 01', authoritative: true })])
   t.equal(fake!.state.leaderboards.boards.get(id)!.resetSchedule, '0 0 * * 1', 'the schedule Nakama keeps')
   const u = await b.register(name('zeros'), 'password123')
   const now = Date.now()

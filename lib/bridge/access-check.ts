@@ -127,6 +127,18 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
       })
       req.end(body)
     })
+  /** The platform's proven answer about `ticket`, or null when it gave none (logged once, until it answers again). */
+  const settle = (ticket: string): Promise<Access | null> =>
+    ask(ticket).then(
+      (access) => {
+        answered()
+        return access
+      },
+      (err: unknown) => {
+        failed(err)
+        return null
+      },
+    )
 
   return {
     watch(ws, ticket, user) {
@@ -141,13 +153,12 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
           return
         }
         asking = true
-        ask(ticket)
+        settle(ticket)
           .then((access) => {
-            answered()
-            if (access.admitted || stopped || ws.readyState !== ws.OPEN) return
+            if (access === null || access.admitted || stopped || ws.readyState !== ws.OPEN) return
             log({ event: 'terminal.access_ended', user, reason: access.reason })
             ended(ws, access.reason)
-          }, failed)
+          })
           .finally(() => {
             asking = false
             if (!again || stopped || ws.readyState !== ws.OPEN) return
@@ -164,17 +175,7 @@ export function startAccessChecks({ url, intervalMs, keys, log, ended }: AccessC
     },
     admission(ticket) {
       // Stopping: no question, and the upgrade goes on to the shutdown's 1001.
-      if (stopped) return Promise.resolve(null)
-      return ask(ticket).then(
-        (access) => {
-          answered()
-          return access
-        },
-        (err: unknown) => {
-          failed(err)
-          return null
-        },
-      )
+      return stopped ? Promise.resolve(null) : settle(ticket)
     },
     recheck() {
       if (stopped || nextRound !== null) return

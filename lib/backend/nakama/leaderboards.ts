@@ -1,4 +1,4 @@
-import { resetTimes, withoutLeadingZeros } from '../../catalogue/schedule.js'
+import { resetTimes } from '../../catalogue/schedule.js'
 import { leaderboardNotFound, overflow } from '../refusals.js'
 import { HttpError, invalidField } from '../../http/errors.js'
 import { logLine } from '../../log.js'
@@ -52,9 +52,8 @@ export class NakamaLeaderboards implements LeaderboardPart {
     // `resets`: Nakama reports a board's schedule only as its current period's bounds (the module compares).
     const now = Date.now()
     const payload = boards.map((b) => ({
-      id: b.id, operator: b.operator, sortOrder: b.sortOrder, authoritative: b.authoritative,
-      // As Nakama's cron parser reads it the way the platform does (`01` would be month 0 there).
-      resetSchedule: b.resetSchedule === null ? null : withoutLeadingZeros(b.resetSchedule),
+      // The resolved schedule has no leading zeros (resolve.ts), which Nakama's parser misreads.
+      id: b.id, operator: b.operator, sortOrder: b.sortOrder, resetSchedule: b.resetSchedule, authoritative: b.authoritative,
       resets: resetTimes(b.resetSchedule, now),
     }))
     try {

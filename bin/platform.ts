@@ -1,9 +1,9 @@
 import { onReload } from '../lib/platform/reload-signal.js'
 import { loadPlatformConfig, type PlatformConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
-import { checkDirectories, checkManifestsDir, listenProblem, openToOthers } from '../lib/config-checks.js'
+import { checkDirectories, checkManifestsDir, openToOthers } from '../lib/config-checks.js'
 import { createServer } from '../lib/http/server.js'
-import { listen } from '../lib/http/listen.js'
+import { listenAt } from '../lib/http/listen.js'
 import { logLine, messageOf } from '../lib/log.js'
 import { closeGracefully } from '../lib/http/close.js'
 import { createBackend } from '../lib/backend/create.js'
@@ -35,10 +35,9 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const router = buildRouter({ config, backend, catalogue: () => catalogue.current(), now: Date.now })
   const server = createServer({ router, origins: config.origins, trustProxy: config.trustProxy })
   const terminalProxy = attachTerminalProxy(server, config)
-  const port = await listen(server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
-    throw listenProblem(err, { hostVar: 'HOST', host: config.host, portVar: 'PORT', port: config.port })
-  })
-  logLine({ event: 'platform.listening', host: config.host, port, backend: backend.kind, games: catalogue.current().games.size })
+  // On the socket systemd holds (systemd/playfield.socket) when it passed one, else bound here.
+  const { port, socket } = await listenAt(server, { hostVar: 'HOST', host: config.host, portVar: 'PORT', port: config.port })
+  logLine({ event: 'platform.listening', host: config.host, port, socket, backend: backend.kind, games: catalogue.current().games.size })
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).
   onReload(catalogueReloader(catalogue, backend))
   onStop(() => {

@@ -1,9 +1,9 @@
 import { loadBridgeConfig } from '../lib/config.js'
 import { exitOnConfigError } from '../lib/config-error.js'
-import { checkDataDir, checkDirectories, checkHome, checkShell, listenProblem } from '../lib/config-checks.js'
+import { checkDataDir, checkDirectories, checkHome, checkShell } from '../lib/config-checks.js'
 import { logExactLine, logLine } from '../lib/log.js'
 import { killEndingSessions } from '../lib/bridge/session-kill.js'
-import { listen } from '../lib/http/listen.js'
+import { listenAt } from '../lib/http/listen.js'
 import { checkStoredSecret, loadSecret } from '../lib/secrets.js'
 import { dropPrivileges, resolveShellAccount } from '../lib/bridge/account.js'
 import { setUpContainment } from '../lib/bridge/containment.js'
@@ -46,9 +46,8 @@ async function main(): Promise<void> {
   // still root, which hands the bridge's part of the tree to the shell account.
   const containment = setUpContainment(account, config.maxConn)
   const bridge = createBridge({ config, account, ticketKeys, log: logLine, sessionLog: logExactLine, containment: containment.root !== null ? containment : null })
-  const port = await listen(bridge.server, config.port, config.host).catch((err: NodeJS.ErrnoException) => {
-    throw listenProblem(err, { hostVar: 'TERMINAL_HOST', host: config.host, portVar: 'TERMINAL_PORT', port: config.port, examples: '127.0.0.1 or ::1 (loopback only)' })
-  })
+  // On the socket systemd holds (systemd/playfield-terminal.socket) when it passed one, else bound here.
+  const { port, socket } = await listenAt(bridge.server, { hostVar: 'TERMINAL_HOST', host: config.host, portVar: 'TERMINAL_PORT', port: config.port, examples: '127.0.0.1 or ::1 (loopback only)' })
   // Root no longer, before the first connection is accepted: all that needed root, the secret in
   // DATA_DIR and the listening socket, is done, and a port in use is still reported by a process
   // that can write where it started.
@@ -60,7 +59,7 @@ async function main(): Promise<void> {
   const accessCheck = config.platformUrl !== null && config.accessCheckMs > 0 ? { platform: config.platformUrl, seconds: config.accessCheckMs / 1000 } : null
   // Where each terminal's processes are grouped, so that ending it ends every one of them, or why they are not (then by session only).
   const cgroups = containment.root !== null ? { cgroup: containment.root } : { cgroup: null, reason: containment.reason }
-  logLine({ event: 'bridge.listening', host: config.host, port, max: config.maxConn, shellUser: account.username, accessCheck, containment: cgroups })
+  logLine({ event: 'bridge.listening', host: config.host, port, socket, max: config.maxConn, shellUser: account.username, accessCheck, containment: cgroups })
   // SIGHUP as SIGTERM: a bridge has nothing to reload, and the hang-up of the terminal that ran
   // `npm start` (or a shell's `kill -HUP $PPID`) must still end every session it holds.
   onStop(() => {

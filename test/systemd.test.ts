@@ -13,21 +13,28 @@ import {
 } from './helpers/units.js'
 
 const UNITS = ['playfield.service', 'playfield-terminal.service'] as const
+/** Each service's socket (test/socket-activation.test.ts runs the processes on them). */
+const SOCKETS = ['playfield.socket', 'playfield-terminal.socket'] as const
 const platformUnit = parseUnit(unitText('playfield.service'))
 const terminalUnit = parseUnit(unitText('playfield-terminal.service'))
 
 const ROOT_USER = process.getuid?.() === 0
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref())
 
-for (const name of UNITS) {
+for (const name of [...UNITS, ...SOCKETS]) {
   t.test(`systemd-analyze verify accepts ${name} with no warning`, async (t) => {
     // The unit names /opt/playfield; verify checks that ExecStart exists, so the copy checked
-    // here points at this checkout instead. Nothing else is changed.
+    // here points at this checkout instead. Nothing else is changed. The other units are beside
+    // it, as in /etc/systemd/system, since a service requires its socket.
     const dir = tempDir('playfield-units-')
+    for (const other of [...UNITS, ...SOCKETS]) writeFileSync(path.join(dir, other), localUnitText(other))
     const { status, stderr } = verifyUnit(dir, name, localUnitText(name))
     t.equal(stderr, '', 'no warnings')
     t.equal(status, 0)
   })
+}
+
+for (const name of UNITS) {
 
   t.test(`${name}: ExecStart is a bin/ executable of the checkout and other paths agree`, async (t) => {
     const unit = parseUnit(unitText(name))

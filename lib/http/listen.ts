@@ -1,4 +1,7 @@
-import type { Server } from 'node:net'
+import { lookup } from 'node:dns/promises'
+import { isIP, type AddressInfo, type Server } from 'node:net'
+import { ConfigError } from '../config-error.js'
+import { listenProblem } from '../config-checks.js'
 
 /**
  * Listen on `host`:`port`: resolves with the port bound (PORT=0 picks one), rejects with the
@@ -6,12 +9,102 @@ import type { Server } from 'node:net'
  * code after the `await` runs before the first connection is accepted.
  */
 export function listen(server: Server, port: number, host: string): Promise<number> {
+  return listenWith(server, () => server.listen(port, host)).then(({ port: bound }) => bound)
+}
+
+/** Where a process is configured to listen, and the variables that say so (for its error lines). */
+export interface ListenAddress {
+  host: string
+  port: number
+  hostVar: string
+  portVar: string
+  /** Addresses an error line offers (listenProblem). */
+  examples?: string
+}
+
+/** The first descriptor systemd passes (sd_listen_fds(3)). */
+const LISTEN_FDS_START = 3
+
+/**
+ * Listen where `address` says: on the socket systemd passed (socket activation, as the units'
+ * `.socket` files do), or else bound here. The passed socket must be a TCP socket on that same
+ * address, since the other process and nginx reach this one at its HOST and PORT: one elsewhere is
+ * a configuration error, as a port in use is. Resolves with the port and whether the socket was passed.
+ */
+export async function listenAt(server: Server, address: ListenAddress, env: NodeJS.ProcessEnv = process.env): Promise<{ port: number; socket: 'systemd' | 'bound' }> {
+  const fd = passedSocket(env)
+  if (fd === null) {
+    const { port } = await listenWith(server, () => server.listen(address.port, address.host)).catch((err: NodeJS.ErrnoException) => {
+      throw listenProblem(err, address)
+    })
+    return { port, socket: 'bound' }
+  }
+  const passed = await listenWith(server, () => server.listen({ fd })).catch((err: NodeJS.ErrnoException) => {
+    throw new ConfigError(`LISTEN_FDS: the descriptor systemd passed cannot be listened on (${err.code ?? err.message}); expected the stream socket of a .socket unit's ListenStream=`)
+  })
+  const problem = await mismatch(passed.address, address)
+  if (problem !== null) {
+    server.close()
+    throw new ConfigError(problem)
+  }
+  return { port: passed.port, socket: 'systemd' }
+}
+
+/**
+ * The descriptor of the one socket systemd passed this process, or null when it passed none.
+ * The variables are taken out of the environment either way (sd_listen_fds' unset_environment):
+ * they name this process's pid, so nothing it starts may read them as its own.
+ */
+function passedSocket(env: NodeJS.ProcessEnv): number | null {
+  const { LISTEN_PID: pid, LISTEN_FDS: count } = env
+  delete env.LISTEN_PID
+  delete env.LISTEN_FDS
+  delete env.LISTEN_FDNAMES
+  if (pid === undefined || count === undefined || pid !== String(process.pid)) return null
+  if (count === '0') return null
+  if (count !== '1') {
+    throw new ConfigError(`LISTEN_FDS: systemd passed ${JSON.stringify(count)} sockets; expected 1 (one ListenStream= in the .socket unit)`)
+  }
+  return LISTEN_FDS_START
+}
+
+/** Why a passed socket is not the configured address (a line naming the variables), or null when it is. */
+async function mismatch(bound: string | AddressInfo, want: ListenAddress): Promise<string | null> {
+  const configured = show(want.host, want.port === 0 ? '<any port>' : want.port)
+  const problem = (on: string): string =>
+    `LISTEN_FDS: the socket systemd passed listens on ${on}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${configured}`
+  if (typeof bound === 'string') return problem(JSON.stringify(bound))
+  const portMatches = want.port === 0 || bound.port === want.port
+  if (portMatches && (await addressesOf(want.host)).includes(canonical(bound.address))) return null
+  return problem(show(bound.address, bound.port))
+}
+
+/** The addresses `host` names (an IP literal itself, a name as the resolver gives it), canonical. */
+async function addressesOf(host: string): Promise<string[]> {
+  if (isIP(host)) return [canonical(host)]
+  try {
+    return (await lookup(host, { all: true })).map((a) => canonical(a.address))
+  } catch {
+    return []
+  }
+}
+
+/** An address in one spelling (`::0001` as `::1`), so that equal addresses compare equal. */
+function canonical(address: string): string {
+  return isIP(address) === 6 ? new URL(`http://[${address}]`).hostname.slice(1, -1) : address
+}
+
+const show = (host: string, port: number | string): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)
+
+/** Run `start` (a server.listen call) and resolve with the address once listening, or reject with its error. */
+function listenWith(server: Server, start: () => void): Promise<{ port: number; address: string | AddressInfo }> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(port, host, () => {
+    server.once('listening', () => {
       server.off('error', reject)
       const address = server.address()
-      resolve(typeof address === 'object' && address ? address.port : port)
+      resolve({ port: typeof address === 'object' && address ? address.port : 0, address: address ?? '' })
     })
+    start()
   })
 }

@@ -93,6 +93,14 @@ export interface StartOptions {
   wrapper?: string[]
   /** Working directory; the repository root when omitted. */
   cwd?: string
+  /**
+   * Run under `systemd-socket-activate`, which listens on `address` and passes that socket as
+   * systemd passes a .socket unit's (LISTEN_FDS), with the whole environment; it starts the
+   * process at the first connection. `starts` runs the command that many times in turn on the one
+   * socket, each after the last has exited, as the unit's Restart= would; the child is then the
+   * shell that runs them, and the one running is its child.
+   */
+  socket?: { address: string; starts?: number }
 }
 
 /**
@@ -124,7 +132,7 @@ export async function startPlatform(options: StartOptions = {}): Promise<Running
   }
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
   const command = options.command ?? (options.script === BRIDGE_JS ? bridgeCommand(env, options.args) : [process.execPath, options.script ?? PLATFORM_JS, ...(options.args ?? [])])
-  const [file, ...argv] = [...(options.wrapper ?? []), ...command]
+  const [file, ...argv] = [...(options.socket ? socketActivation(options.socket, Object.keys(env)) : []), ...(options.wrapper ?? []), ...command]
   const child = spawn(file!, argv, {
     env: env as NodeJS.ProcessEnv,
     cwd: options.cwd ?? ROOT,
@@ -171,6 +179,18 @@ export async function startPlatform(options: StartOptions = {}): Promise<Running
     })
     void exited.then(({ code, signal }) => reject(new Error(`process exited (${code ?? signal}) before ready: ${err}`)))
   })
+}
+
+/**
+ * The wrapper for StartOptions.socket. Each start is a process of its own (sh's `$$`, kept by
+ * exec), so LISTEN_PID names it, as systemd sets it for each start of a service.
+ */
+function socketActivation({ address, starts = 1 }: { address: string; starts?: number }, names: string[]): string[] {
+  const activate = ['systemd-socket-activate', '--listen', address, ...names.flatMap((name) => ['--setenv', name])]
+  // One start: the command is the process systemd-socket-activate became (the child's pid).
+  if (starts === 1) return activate
+  const each = `for n in $(seq ${starts}); do /bin/sh -c 'LISTEN_PID=$$; export LISTEN_PID; exec "$@"' sh "$@"; done`
+  return [...activate, '/bin/sh', '-c', each, 'sh']
 }
 
 /** The backend environment of each DATA_DIR under TEST_BACKEND=nakama, and the latest one. */

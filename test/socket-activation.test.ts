@@ -1,0 +1,180 @@
+import t, { type Test } from 'tap'
+import { chownSync, readFileSync } from 'node:fs'
+import net from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { loadPlatformConfig } from '../lib/config.js'
+import { PLATFORM_JS, freePort, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { request } from './helpers/nginx.js'
+import { waitForLog } from './helpers/raw-http.js'
+import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
+import { parseUnit, unitLaunch, unitText } from './helpers/units.js'
+
+// Each process on the socket its .socket unit makes (systemd/*.socket), passed as systemd passes
+// it: by systemd-socket-activate, which listens, starts the process at the first connection and
+// hands it the socket as descriptor 3 with LISTEN_FDS and LISTEN_PID.
+const platformUnit = parseUnit(unitText('playfield.service'))
+const terminalUnit = parseUnit(unitText('playfield-terminal.service'))
+
+t.test('each socket unit listens where its service is configured to, and where nginx sends its traffic', async (t) => {
+  const defaults = loadPlatformConfig({})
+  const nginx = unitText('nginx.conf')
+  const pairs = [
+    { socket: 'playfield.socket', service: platformUnit, address: `${defaults.host}:${defaults.port}` },
+    { socket: 'playfield-terminal.socket', service: terminalUnit, address: `${defaults.terminalHost}:${defaults.terminalPort}` },
+  ]
+  for (const { socket, service, address } of pairs) {
+    const unit = parseUnit(unitText(socket))
+    t.same(unit.Socket!.ListenStream, [address], `${socket} listens on the default ${address}`)
+    t.ok(nginx.includes(`server ${address};`), `nginx's upstream is ${address}`)
+    t.same(unit.Socket!.IPAddressDeny, ['any'], `${socket}: no traffic but loopback's`)
+    t.same(unit.Socket!.IPAddressAllow, ['localhost'])
+    t.same(unit.Install!.WantedBy, ['sockets.target'], 'enabled with the sockets, before any service')
+    t.same(service.Unit!.Requires, [socket], 'the service is always started with its socket')
+    t.same(service.Unit!.After, ['network.target', socket], 'and after it')
+  }
+})
+
+/** Resolve once something listens on 127.0.0.1:`port` (from /proc/net/tcp: no connection is made). */
+async function listening(port: number): Promise<void> {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
+  for (let i = 0; i < 500; i++) {
+    const rows = readFileSync('/proc/net/tcp', 'utf8').split('\n').map((l) => l.trim().split(/\s+/))
+    if (rows.some((r) => r[1] === local && r[3] === '0A')) return
+    await sleep(10)
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port}`)
+}
+
+/** Connect to 127.0.0.1:`port` and hang up: what starts a socket-activated process. */
+function knock(port: number): void {
+  net.connect(port, '127.0.0.1', function (this: net.Socket) {
+    this.end()
+  }).on('error', () => undefined).resume()
+}
+
+/** The pids of `pid`'s children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** Stop `holder` (the shell running the starts) and the start running under it. */
+function stopAll(holder: RunningProcess): void {
+  for (const pid of childrenOf(holder.child.pid!)) process.kill(pid, 'SIGKILL')
+  void holder.stop('SIGKILL')
+}
+
+/** The platform as its unit starts it (as `nobody` when root), on a socket at `port` made for `starts` starts. */
+async function unitPlatform(t: Test, port: number, starts: number, env: Record<string, string> = {}): Promise<RunningProcess> {
+  const dataDir = tempDir('playfield-socket-')
+  const launch = unitLaunch(platformUnit, 'nobody')
+  if (launch.asAccount) chownSync(dataDir, uidOf('nobody'), gidOf('nobody'))
+  const running = startPlatform({
+    command: launch.command,
+    cwd: launch.cwd,
+    dataDir,
+    env: { ...launch.env, DATA_DIR: dataDir, HOME: '/nonexistent', PORT: String(port), ...env },
+    socket: { address: `127.0.0.1:${port}`, starts },
+  })
+  running.then((p) => t.teardown(() => stopAll(p)), () => undefined)
+  return running
+}
+
+t.test('the platform serves on the socket passed to it, and a restart there loses no request', async (t) => {
+  const port = await freePort()
+  const starting = unitPlatform(t, port, 2)
+  await listening(port)
+  // The first request starts the platform, and waits in the socket's queue until it is answered.
+  const [holder, first] = await Promise.all([starting, request('GET', `http://127.0.0.1:${port}/api/games`)])
+  t.equal(first.status, 200, 'the request that started the platform is answered')
+  t.match(holder.logs.find((l) => l.event === 'platform.listening'), { port, socket: 'systemd' }, 'on the socket it was passed')
+  const [platform] = childrenOf(holder.child.pid!)
+  t.ok(platform, 'the first platform runs')
+
+  process.kill(platform!, 'SIGTERM')
+  while (childrenOf(holder.child.pid!).includes(platform!)) await sleep(5)
+  // Between two platforms: the port is still taken, by the socket's holder, and queues connections.
+  const listened = holder.logs.filter((l) => l.event === 'platform.listening').length
+  t.equal(listened, 1, 'the next platform is not listening yet')
+  const meanwhile = await request('GET', `http://127.0.0.1:${port}/api/games`)
+  t.equal(meanwhile.status, 200, 'a request sent while no platform ran is answered by the next one')
+  t.match(JSON.parse(meanwhile.body), { success: true })
+  const events = holder.logs.map((l) => l.event)
+  t.equal(events.filter((e) => e === 'platform.stopping').length, 1, 'the first platform stopped')
+  t.equal(events.filter((e) => e === 'platform.listening').length, 2, 'the second started on the same socket')
+  t.match(await waitForLog(holder.logs, 'http.request', events.lastIndexOf('platform.listening')), { path: '/api/games', status: 200 }, 'and answered it')
+  t.match(holder.logs.filter((l) => l.event === 'platform.listening')[1], { port, socket: 'systemd' })
+  t.notMatch(holder.stderr(), /^config:|Error/m, 'no error from either')
+})
+
+t.test('a platform passed a socket other than HOST:PORT exits 2 naming the mismatch', async (t) => {
+  const [port, other] = [await freePort(), await freePort()]
+  const starting = unitPlatform(t, port, 1, { PORT: String(other) })
+  await listening(port)
+  knock(port)
+  await t.rejects(starting, new RegExp(`process exited \\(2\\) before ready: [^]*\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on HOST and PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
+})
+
+t.test('LISTEN_FDS other than one socket is refused; variables meant for another process are not the platform\'s', async (t) => {
+  const passed = (fds: string, pid: string): string[] =>
+    ['/bin/sh', '-c', `LISTEN_PID=${pid}; LISTEN_FDS=${fds}; export LISTEN_PID LISTEN_FDS; exec "$@"`, 'sh', process.execPath, PLATFORM_JS]
+  await t.rejects(startPlatform({ command: passed('2', '$$') }), /process exited \(2\) before ready: config: LISTEN_FDS: systemd passed "2" sockets; expected 1 \(one ListenStream= in the \.socket unit\)\n$/)
+  // Another process's pid (systemd's variables leaked into an environment): the platform binds HOST:PORT itself.
+  const platform = await startPlatform({ command: passed('1', '1') })
+  t.teardown(() => platform.stop('SIGKILL'))
+  t.match(platform.logs.find((l) => l.event === 'platform.listening'), { socket: 'bound' })
+  t.equal((await request('GET', `${platform.url}/api/games`)).status, 200)
+})
+
+t.test('the bridge serves on the socket passed to it, and no shell holds that socket', async (t) => {
+  ensureShellUser()
+  const port = await freePort()
+  const launch = unitLaunch(terminalUnit, SHELL_USER)
+  const starting = startPlatform({
+    command: launch.command,
+    cwd: launch.cwd,
+    readyEvent: 'bridge.listening',
+    env: { ...launch.env, TERMINAL_PORT: String(port), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, TERMINAL_ACCESS_CHECK_S: '0' },
+    socket: { address: `127.0.0.1:${port}` },
+  })
+  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
+  await listening(port)
+  // A connection starts the bridge. Not a terminal's: the bridge refuses a ticket older than
+  // itself (spent tickets are remembered in memory only), so a page's upgrade queued during a
+  // restart gets 401 and the page's offer to reconnect, as it got a refused connection before.
+  knock(port)
+  const bridge = await starting
+  t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { port, socket: 'systemd' })
+  const term = await connect(port)
+  term.send({ type: 'create', cols: 80, rows: 24 })
+  await term.frame('created')
+  // Descriptor 3 comes from systemd without close-on-exec: a shell holding it could accept the
+  // platform's forwarded upgrades, tickets and all.
+  const fds = await term.run('for fd in /proc/$$/fd/*; do readlink "$fd"; done')
+  t.notMatch(fds, /socket:/, 'the shell holds no socket')
+  t.match(fds, /\/dev\/pts\//, 'only its terminal')
+  term.ws.close()
+  const second = await connect(port)
+  second.send({ type: 'create', cols: 80, rows: 24 })
+  t.match(await second.frame('created'), { type: 'created' }, 'the socket still takes connections')
+  second.ws.close()
+})
+
+t.test('a bridge passed a socket other than TERMINAL_HOST:TERMINAL_PORT exits 2 naming the mismatch', async (t) => {
+  ensureShellUser()
+  const [port, other] = [await freePort(), await freePort()]
+  const launch = unitLaunch(terminalUnit, SHELL_USER)
+  const starting = startPlatform({
+    command: launch.command,
+    cwd: launch.cwd,
+    readyEvent: 'bridge.listening',
+    env: { ...launch.env, TERMINAL_PORT: String(other), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN },
+    socket: { address: `127.0.0.1:${port}` },
+  })
+  await listening(port)
+  knock(port)
+  await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on TERMINAL_HOST and TERMINAL_PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
+})

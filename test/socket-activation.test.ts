@@ -48,11 +48,16 @@ async function listening(port: number): Promise<void> {
   throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
-/** Connect to 127.0.0.1:`port` and hang up: what starts a socket-activated process. */
-function knock(port: number): void {
-  net.connect(port, '127.0.0.1', function (this: net.Socket) {
-    this.end()
-  }).on('error', () => undefined).resume()
+/** Connect to 127.0.0.1:`port` (or a UNIX socket's path) and hang up: what starts a socket-activated process. Tries again until it connects. */
+function knock(to: number | string): void {
+  const socket = typeof to === 'number' ? net.connect(to, '127.0.0.1') : net.connect(to)
+  let connected = false
+  socket.on('connect', () => {
+    connected = true
+    socket.end()
+  })
+  // Not once connected: a process that exits without accepting resets the connection.
+  socket.on('error', () => connected || setTimeout(knock, 10, to)).resume()
 }
 
 /** The pids of `pid`'s children. */
@@ -119,6 +124,12 @@ t.test('a platform passed a socket other than HOST:PORT exits 2 naming the misma
   await listening(port)
   knock(port)
   await t.rejects(starting, new RegExp(`process exited \\(2\\) before ready: [^]*\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on HOST and PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
+
+  // A UNIX socket (ListenStream=/run/…): nginx could reach it, the bridge's access checks could not.
+  const path = `${tempDir('playfield-socket-')}/platform.sock`
+  const onPath = startPlatform({ socket: { address: path }, env: { PORT: String(other) } })
+  knock(path)
+  await t.rejects(onPath, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed is a UNIX socket, not on HOST and PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
 })
 
 t.test('LISTEN_FDS other than one socket is refused; variables meant for another process are not the platform\'s', async (t) => {

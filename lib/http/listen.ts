@@ -71,12 +71,13 @@ function passedSocket(env: NodeJS.ProcessEnv): number | null {
 /** Why a passed socket is not the configured address (a line naming the variables), or null when it is. */
 async function mismatch(bound: string | AddressInfo, want: ListenAddress): Promise<string | null> {
   const configured = show(want.host, want.port === 0 ? '<any port>' : want.port)
-  const problem = (on: string): string =>
-    `LISTEN_FDS: the socket systemd passed listens on ${on}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${configured}`
-  if (typeof bound === 'string') return problem(JSON.stringify(bound))
+  const problem = (what: string): string =>
+    `LISTEN_FDS: the socket systemd passed ${what}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${configured}`
+  // A UNIX socket's path is not known to a process it was passed to.
+  if (typeof bound === 'string') return problem('is a UNIX socket')
   const portMatches = want.port === 0 || bound.port === want.port
   if (portMatches && (await addressesOf(want.host)).includes(canonical(bound.address))) return null
-  return problem(show(bound.address, bound.port))
+  return problem(`listens on ${show(bound.address, bound.port)}`)
 }
 
 /** The addresses `host` names (an IP literal itself, a name as the resolver gives it), canonical. */

@@ -31,8 +31,8 @@ const LISTEN_FDS_START = 3
  * address, since the other process and nginx reach this one at its HOST and PORT: one elsewhere is
  * a configuration error, as a port in use is. Resolves with the port and whether the socket was passed.
  */
-export async function listenAt(server: Server, address: ListenAddress, env: NodeJS.ProcessEnv = process.env): Promise<{ port: number; socket: 'systemd' | 'bound' }> {
-  const fd = passedSocket(env)
+export async function listenAt(server: Server, address: ListenAddress): Promise<{ port: number; socket: 'systemd' | 'bound' }> {
+  const fd = passedSocket(process.env)
   if (fd === null) {
     const { port } = await listenWith(server, () => server.listen(address.port, address.host)).catch((err: NodeJS.ErrnoException) => {
       throw listenProblem(err, address)

@@ -1,13 +1,14 @@
 import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
-import { chownSync, readFileSync } from 'node:fs'
+import { chownSync, readFileSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
 import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadPlatformConfig } from '../lib/config.js'
 import { PLATFORM_JS, freePort, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
 import { waitForLog } from './helpers/raw-http.js'
-import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, uidOf } from './helpers/terminal.js'
+import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, startBridge, uidOf } from './helpers/terminal.js'
 import { parseUnit, unitLaunch, unitText } from './helpers/units.js'
 
 // Each process on the socket its .socket unit makes (systemd/*.socket), passed as systemd passes
@@ -175,6 +176,44 @@ t.test('the bridge serves on the socket passed to it, and no shell holds that so
   second.send({ type: 'create', cols: 80, rows: 24 })
   t.match(await second.frame('created'), { type: 'created' }, 'the socket still takes connections')
   second.ws.close()
+})
+
+/**
+ * A preload that says on stderr as which uid the process takes each connection, and makes name
+ * lookups take 300 ms, as a host's resolver may (nscd down, a slow NSS module).
+ */
+const CONNECTIONS_HOOK = `import http from 'node:http'
+import { createRequire, syncBuiltinESMExports } from 'node:module'
+const dns = createRequire(import.meta.url)('node:dns/promises')
+const lookup = dns.lookup
+dns.lookup = (...args) => new Promise((resolve) => setTimeout(resolve, 300)).then(() => lookup(...args))
+syncBuiltinESMExports()
+const emit = http.Server.prototype.emit
+http.Server.prototype.emit = function (event, ...args) {
+  if (event === 'connection') process.stderr.write('connection taken as uid ' + process.getuid() + '\\n')
+  return emit.call(this, event, ...args)
+}
+`
+
+t.test('a root bridge takes no connection before it is the shell account, with a host name in TERMINAL_HOST', process.getuid?.() === 0 ? activation : { skip: 'needs root' }, async (t) => {
+  // Found in review: the check of the passed socket against a name (localhost) looked the name up
+  // after listening, and connections already in the socket's queue were taken as root meanwhile
+  // (with a resolver slow enough, a shell was started as root).
+  ensureShellUser()
+  const hook = path.join(tempDir('playfield-socket-'), 'connections.mjs')
+  writeFileSync(hook, CONNECTIONS_HOOK)
+  const port = await freePort()
+  const starting = startBridge({ NODE_OPTIONS: `--max-semi-space-size=2 --import ${hook}`, TERMINAL_HOST: 'localhost', TERMINAL_PORT: String(port) }, [], { address: `127.0.0.1:${port}` })
+  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
+  await listening(port)
+  // Three connections wait in the queue before the bridge starts (the first one starts it).
+  for (let i = 0; i < 3; i++) knock(port)
+  const bridge = await starting
+  t.match(bridge.logs.find((l) => l.event === 'bridge.listening'), { host: 'localhost', port, socket: 'systemd' })
+  for (let i = 0; i < 500 && (bridge.stderr().match(/^connection taken/gm) ?? []).length < 3; i++) await sleep(10)
+  const taken = bridge.stderr().match(/^connection taken as uid \d+$/gm) ?? []
+  t.equal(taken.length, 3, 'the three connections were taken')
+  t.same(taken, Array(3).fill(`connection taken as uid ${uidOf(SHELL_USER)}`), 'each as the shell account, none as root')
 })
 
 t.test('a bridge passed a socket other than TERMINAL_HOST:TERMINAL_PORT exits 2 naming the mismatch', activation, async (t) => {

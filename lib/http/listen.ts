@@ -39,10 +39,13 @@ export async function listenAt(server: Server, address: ListenAddress): Promise<
     })
     return { port, socket: 'bound' }
   }
+  // Resolved before listening: from 'listening' to the caller's next line (a root bridge's drop of
+  // privileges) nothing may wait on I/O, or a connection in the socket's queue is accepted meanwhile.
+  const wanted = await addressesOf(address.host)
   const passed = await listenWith(server, () => server.listen({ fd })).catch((err: NodeJS.ErrnoException) => {
     throw new ConfigError(`LISTEN_FDS: the descriptor systemd passed cannot be listened on (${err.code ?? err.message}); expected the stream socket of a .socket unit's ListenStream=`)
   })
-  const problem = await mismatch(passed.address, address)
+  const problem = mismatch(passed.address, address, wanted)
   if (problem !== null) {
     server.close()
     throw new ConfigError(problem)
@@ -68,15 +71,21 @@ function passedSocket(env: NodeJS.ProcessEnv): number | null {
   return LISTEN_FDS_START
 }
 
-/** Why a passed socket is not the configured address (a line naming the variables), or null when it is. */
-async function mismatch(bound: string | AddressInfo, want: ListenAddress): Promise<string | null> {
-  const configured = show(want.host, want.port === 0 ? '<any port>' : want.port)
+/**
+ * Why a passed socket is not the configured address (a line naming the variables), or null when
+ * it is one of `wanted`, the addresses the configured host names.
+ */
+function mismatch(bound: string | AddressInfo, want: ListenAddress, wanted: string[]): string | null {
+  const port = want.port === 0 ? '<any port>' : want.port
+  const configured = show(want.host, port)
+  // ListenStream= takes numeric addresses only: a host name's own (localhost: 127.0.0.1 or ::1).
+  const listenStream = isIP(want.host) || wanted.length === 0 ? configured : wanted.map((a) => show(a, port)).join(' or ')
   const problem = (what: string): string =>
-    `LISTEN_FDS: the socket systemd passed ${what}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${configured}`
+    `LISTEN_FDS: the socket systemd passed ${what}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${listenStream}`
   // A UNIX socket's path is not known to a process it was passed to.
   if (typeof bound === 'string') return problem('is a UNIX socket')
   const portMatches = want.port === 0 || bound.port === want.port
-  if (portMatches && (await addressesOf(want.host)).includes(canonical(bound.address))) return null
+  if (portMatches && wanted.includes(canonical(bound.address))) return null
   return problem(`listens on ${show(bound.address, bound.port)}`)
 }
 

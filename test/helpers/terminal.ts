@@ -6,7 +6,7 @@ import path from 'node:path'
 import type { IncomingMessage } from 'node:http'
 import { WebSocket } from 'ws'
 import { mintTicket } from '../../lib/ticket.js'
-import { BRIDGE_JS, Client, startPlatform, type RunningProcess } from './platform.js'
+import { BRIDGE_JS, Client, startPlatform, type RunningProcess, type StartOptions } from './platform.js'
 
 /** The unprivileged account shells run as in tests (CI runs as root; .ci/run creates it too). */
 export const SHELL_USER = 'playfield-shell'
@@ -53,12 +53,13 @@ export function cgroupHierarchy(): { own: string; path: string } | { why: string
 /** Remove a cgroup and those under it, deepest first; false while one still holds a process (the bridge's own removal). */
 export { removeCgroup as removeCgroupTree } from '../../lib/bridge/cgroup.js'
 
-/** Start the real bridge on an ephemeral port (run by `wrapper` when given). */
-export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = []): Promise<RunningProcess> {
+/** Start the real bridge on an ephemeral port (run by `wrapper` when given; on a passed `socket`, StartOptions.socket). */
+export function startBridge(env: Record<string, string | undefined> = {}, wrapper: string[] = [], socket?: StartOptions['socket']): Promise<RunningProcess> {
   ensureShellUser()
   return startPlatform({
     script: BRIDGE_JS,
     wrapper,
+    socket,
     readyEvent: 'bridge.listening',
     // NODE_OPTIONS: the V8 flag bin/terminal-bridge runs the bridge with. No access checks: a
     // bridge under test has no platform of its own, and another test's may listen on port 3000.

@@ -167,7 +167,8 @@ t.test('the bridge serves on the socket passed to it, and no shell holds that so
   term.send({ type: 'create', cols: 80, rows: 24 })
   await term.frame('created')
   // Descriptor 3 comes from systemd without close-on-exec: a shell holding it could accept the
-  // platform's forwarded upgrades, tickets and all.
+  // platform's forwarded upgrades, tickets and all. Node marks it close-on-exec as it starts, and
+  // the shell's wrapper closes every descriptor above 2 besides: this holds while either does.
   const fds = await term.run('for fd in /proc/$$/fd/*; do readlink "$fd"; done')
   t.notMatch(fds, /socket:/, 'the shell holds no socket')
   t.match(fds, /\/dev\/pts\//, 'only its terminal')

@@ -74,12 +74,16 @@ t.test('reset schedules: five fields that croner accepts and that fire', async (
     ['0 0 * * sun-SUN', 'is not a valid cron expression: weekday range sun-SUN runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
     ['0 0 * * sun-7/2', 'is not a valid cron expression: weekday range sun-7 runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
     ['0 0 * * 0-7', 'is not a valid cron expression: weekday range 0-7 runs from Sunday to Sunday, every day to some cron readers and Sunday alone to Nakama: write * for every day, or 0 for Sunday'],
+    // Every range of a list is read, not only the first.
+    ['0 0 * * 1-2,5-7', 'is not a valid cron expression: weekday range 5-7 ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
     // Leading zeros are the numbers they say (Nakama is sent them without): `07` is a Sunday too.
     ['00 00 01 01 *', null],
     ['000 0 * * 01', null],
     // Found in review: `07/2` was handed to croner as `07-6/2`, a range from 7 down to 6.
     ['0 0 * * 07/2', null],
     ['0 0 * * 5-07', 'is not a valid cron expression: weekday range 5-7 ends at Sunday, which Nakama counts as day 0, at the start of the week: list Sunday as 0 instead (e.g. 5-6,0)'],
+    // Only leading zeros go: the number refused is the one written, not `10`.
+    ['0 0 * * 100', 'is not a valid cron expression: weekday 100 is out of range 0-7'],
     ['0 0 1-7 * *', null],
     // N/step is N to the field's end in cronexpr (croner refuses the form; it is read as that range).
     ['5/15 1/2 1/10 jan/5 mon/2', null],
@@ -231,6 +235,10 @@ t.test('a key given twice in one object is a problem wherever it stands, manifes
   const both = build(twice(JSON.stringify({ ...base, status: 'bogus-status' }), 'title', '"x"')).problems
   t.same(both.map((p) => p.path).sort(), ['$.status', '$.title'], 'the schema\'s problems too, in the same run')
   t.strictSame(build(JSON.stringify({ ...base, tags: ['status', 'status'], description: '"status": 1, "status": 2' })).problems, [], 'equal strings that are no keys are nothing')
+  // An escaped quote ends no string: with one quote in a value, the keys after it are still keys.
+  const quoted = JSON.stringify({ ...base, description: 'The 12" edition' })
+  t.strictSame(build(quoted).problems, [], 'a value holding a quote')
+  t.strictSame(build(twice(quoted, 'status', '"bogus-status"')).problems, [{ file: 'broken-game.json', path: '$.status', message }], 'a key given twice after a value holding a quote')
   const { verifiedPlayCapture: _, ...bare } = base
   const capture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/catalogue/bad-capture/broken-game.json'), 'utf8')).verifiedPlayCapture
   const captureText = twice(JSON.stringify({ ...capture, source: 'capture-on-demand' }), 'source', '"elsewhere"')

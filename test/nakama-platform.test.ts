@@ -314,6 +314,32 @@ t.test('SIGHUP reload creates the new leaderboards in Nakama', async (t) => {
   t.ok(differing(), 'a changed reset schedule is logged as differing')
 })
 
+t.test('a catalogue synced in several calls is logged as one line: every board created, and each call\'s unchecked ones', onFake, async (t) => {
+  // 700 boards with a schedule: about 130 KB, more than one call of 64 KiB.
+  const dir = tempDir()
+  const native = JSON.parse(readFileSync(path.join(FIXTURES, 'fixture-native.json'), 'utf8'))
+  const ids = Array.from({ length: 700 }, (_, i) => `fx-many-${tag}-${String(i).padStart(3, '0')}`)
+  const configs = Object.fromEntries(ids.map((id) => [id, { type: 'wins', resetSchedule: '0 0 * * 1' }]))
+  writeFileSync(path.join(dir, 'fixture-native.json'), JSON.stringify({ ...native, leaderboards: { default: ids[0], ids, configs } }))
+  // The module as it is, but saying it could not compare the first board of each call in its second.
+  const sync = fake!.runtime.rpcs.get('playfield_sync_leaderboards')!
+  const firsts: string[] = []
+  fake!.runtime.rpcs.set('playfield_sync_leaderboards', (ctx, logger, nk, payload) => {
+    const first = (JSON.parse(payload) as { boards: { id: string }[] }).boards[0]!.id
+    firsts.push(first)
+    return JSON.stringify({ ...(JSON.parse(sync(ctx, logger, nk, payload) as string) as object), unchecked: [first] })
+  })
+  t.teardown(() => fake!.runtime.rpcs.set('playfield_sync_leaderboards', sync))
+  const p = await startPlatform({ env: { ...env, MANIFESTS_DIR: dir } })
+  t.teardown(() => p.stop())
+  const line = (): Record<string, unknown> | undefined => p.logs.find((l) => l.event === 'nakama.leaderboards')
+  for (let i = 0; i < 100 && !line(); i++) await sleep(50)
+  t.ok(firsts.length >= 2, `synced in ${firsts.length} calls`)
+  t.same((line()?.created as string[]).slice().sort(), ids, 'every board of every call is logged as created')
+  t.same(line()?.unchecked, firsts, 'and the unchecked ones of every call')
+  t.equal(p.logs.filter((l) => l.event === 'nakama.leaderboards').length, 1, 'one line for the sync')
+})
+
 t.test('Nakama down: 503 BACKEND_UNAVAILABLE, no cookie, nothing half-done; recovery when it returns', onFake, async (t) => {
   const { client, id } = await register(a, name('down'))
   const users = fake!.state.users.size

@@ -88,3 +88,26 @@ t.test('a link to DATA_DIR\'s secrets or database is a 404 also when SCREENSHOTS
     }
   }
 })
+
+// The usual layout, DATA_DIR and SCREENSHOTS_DIR apart (/var/lib/playfield beside /srv/playfield/shots)
+// on one file system: a hard link the capture tool's account makes to DATA_DIR's secret or database
+// is inside SCREENSHOTS_DIR by every path, and no link a path check sees.
+t.test('a hard link to DATA_DIR\'s secrets or database is a 404 also when DATA_DIR lies outside SCREENSHOTS_DIR', async (t) => {
+  const shots = tempDir()
+  const dataDir = tempDir()
+  const games = path.join(shots, 'games', 'marble-maze-lab')
+  mkdirSync(games, { recursive: true })
+  writeFileSync(path.join(games, 'notes.json'), '{"result":"visible"}\n')
+  const own = await startPlatform({ dataDir, env: { SCREENSHOTS_DIR: shots } })
+  t.teardown(() => own.stop())
+  linkSync(path.join(dataDir, 'secrets', 'session-secret'), path.join(games, 'hard.txt'))
+  linkSync(path.join(dataDir, 'playfield.sqlite'), path.join(games, 'hard-db.txt'))
+  linkSync(path.join(games, 'notes.json'), path.join(games, 'notes-again.json'))
+  const twice = await rawRequest(own.url, 'GET', '/screenshots/games/marble-maze-lab/notes-again.json')
+  t.same([twice.status, twice.body.toString()], [200, '{"result":"visible"}\n'], 'a capture with two names is served')
+  for (const file of ['hard.txt', 'hard-db.txt']) {
+    const res = await rawRequest(own.url, 'GET', `/screenshots/games/marble-maze-lab/${file}`)
+    t.equal(res.status, 404, file)
+    t.match(res.headers['content-type'], /^text\/html/, file)
+  }
+})

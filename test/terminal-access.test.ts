@@ -1,7 +1,7 @@
 import http from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
-import { accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
+import t, { type Test } from 'tap'
+import { accessChangedCredential, accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
@@ -277,4 +277,96 @@ t.test('an oversized or dripping answer on the platform\'s port ends nothing: th
   t.equal(own.child.exitCode, null, 'drip: the bridge runs')
   t.equal(term.closed, null, 'drip: the terminal stays open')
   t.match(await term.run('echo still-open'), /^still-open/)
+})
+
+/**
+ * A stand-in for the platform on a port of its own, holding the ticket secret: each question gets
+ * the platform's proven answer, `reason` null for admitted, or a 503 while `down`. `hold` keeps the
+ * next answer back until released; the answer is the one due when the question came.
+ */
+async function provingPlatform(t: Test): Promise<{ port: number; state: { down: boolean; hold: boolean; reason: string | null }; asked: () => number; held: (() => void)[] }> {
+  const port = await freePort()
+  const state = { down: false, hold: false, reason: null as string | null }
+  const held: (() => void)[] = []
+  let asked = 0
+  const server = http.createServer((req, res) => {
+    let text = ''
+    req.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
+    req.on('end', () => {
+      asked++
+      if (state.down) return void res.writeHead(503).end()
+      const { challenge, ticket } = JSON.parse(text) as { challenge: string; ticket: string }
+      const reason = state.reason
+      const proof = accessProof([TICKET_SECRET], challenge, ticket, reason)
+      const reply = (): void => void res.writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(reason === null ? { success: true, admitted: true, proof } : { success: true, admitted: false, reason, proof }))
+      if (state.hold) {
+        state.hold = false
+        held.push(reply)
+      } else reply()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  t.teardown(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+  return { port, state, asked: () => asked, held }
+}
+
+t.test('each outage is logged once and each return once: a second outage, after the platform answered again, is logged again', async (t) => {
+  const proving = await provingPlatform(t)
+  const own = await startBridge({ PORT: String(proving.port), TERMINAL_ACCESS_CHECK_S: String(CHECK_S) })
+  t.teardown(() => own.stop())
+  const term = await connect(own.port)
+  term.send({ type: 'create' })
+  await term.frame('created')
+  const lines = (event: string): number => own.logs.filter((l) => l.event === event).length
+  for (const outage of [1, 2]) {
+    proving.state.down = true
+    await until(() => lines('terminal.access_check_failed') >= outage, WAIT_MS, `outage ${outage} to be logged`)
+    proving.state.down = false
+    await until(() => lines('terminal.access_check_restored') >= outage, WAIT_MS, `the return after outage ${outage} to be logged`)
+    const answered = proving.asked()
+    await until(() => proving.asked() >= answered + 2, WAIT_MS, `two more checks answered after outage ${outage}`)
+    t.equal(lines('terminal.access_check_restored'), outage, `outage ${outage}: one line for the return, not one per answer`)
+  }
+  t.equal(lines('terminal.access_check_failed'), 2, 'one line for each outage')
+  t.equal(term.closed, null, 'the terminal stays open throughout')
+})
+
+t.test('a notice that comes while a check is under way has the terminal checked again once it is answered: that answer may predate the change', async (t) => {
+  // The bridge's own checks once an hour: the close below is the notice's doing.
+  const proving = await provingPlatform(t)
+  const own = await startBridge({ PORT: String(proving.port), TERMINAL_ACCESS_CHECK_S: '3600' })
+  t.teardown(() => own.stop())
+  const term = await connect(own.port)
+  term.send({ type: 'create' })
+  await term.frame('created')
+  const notice = (): Promise<Response> => fetch(`${own.url}/access-changed`, { method: 'POST', headers: { authorization: `Bearer ${accessChangedCredential([TICKET_SECRET])}` } })
+  proving.state.hold = true
+  t.equal((await notice()).status, 202)
+  await until(() => proving.held.length === 1, WAIT_MS, 'the check the notice asked for to be held')
+  // Access ends (a logout) while that check's "admitted" is on its way; the platform's notice of it comes meanwhile.
+  proving.state.reason = 'signed out'
+  t.equal((await notice()).status, 202)
+  // The second notice's round comes a second after the first (one round a second), still during the held check.
+  await sleep(1_500)
+  t.equal(term.closed, null, 'open while the first answer is held')
+  proving.held.shift()!()
+  t.same(await term.whenClosed(WAIT_MS), { code: 1008, reason: 'access ended: signed out' }, 'checked again after the held answer, not at the next hourly check')
+})
+
+t.test('TERMINAL_ACCESS_CHECK_S=0: the bridge asks the platform nothing, neither before a terminal opens nor while it is open', async (t) => {
+  const proving = await provingPlatform(t)
+  proving.state.reason = 'signed out'
+  const own = await startBridge({ PORT: String(proving.port), TERMINAL_ACCESS_CHECK_S: '0' })
+  t.teardown(() => own.stop())
+  const term = await connect(own.port)
+  term.send({ type: 'create' })
+  await term.frame('created')
+  await sleep(2 * CHECK_S * 1000)
+  t.match(await term.run('echo unchecked'), /^unchecked/)
+  t.equal(proving.asked(), 0, 'no question asked')
+  t.equal(term.closed, null, 'and the terminal open')
 })

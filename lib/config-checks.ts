@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, lstatSync, mkdirSync, readlinkSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from './config-error.js'
 
@@ -89,7 +89,20 @@ export function dataDirExists(dir: string, value = dir): boolean {
     if (err instanceof ConfigError) throw err
     const code = (err as NodeJS.ErrnoException).code
     if (code !== 'ENOENT') throw dataDirProblem(value, `cannot be used (${code})`)
-    return false
+    // A symbolic link to nothing is there for mkdir (EEXIST) and not for stat: it is made neither way.
+    const target = danglingLink(dir)
+    if (target === null) return false
+    const link = `a symbolic link to ${JSON.stringify(target)}, which does not exist`
+    throw dataDirProblem(value, dir === value ? `is ${link}` : `cannot be created: ${JSON.stringify(dir)} is ${link}`)
+  }
+}
+
+/** What the symbolic link `dir` points to, or null when `dir` is no symbolic link. */
+function danglingLink(dir: string): string | null {
+  try {
+    return lstatSync(dir).isSymbolicLink() ? readlinkSync(dir) : null
+  } catch {
+    return null
   }
 }
 

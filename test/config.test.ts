@@ -288,6 +288,18 @@ t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes the
   }
 })
 
+t.test('bin/terminal-bridge check: a secrets folder this user may not write, with no secret in it, is refused as the start refuses it, though DATA_DIR is writable', async (t) => {
+  // checkStoredSecret looks where the start would make the secret: in secrets/ when it is there, not in DATA_DIR.
+  const { dir, other } = closedDir()
+  chmodSync(dir, 0o777)
+  mkdirSync(path.join(dir, 'secrets'), { mode: 0o555 })
+  const file = JSON.stringify(path.join(dir, 'secrets', 'terminal-ticket-secret'))
+  const refused = { code: 2, stdout: '', stderr: `config: DATA_DIR: the secret file ${file} cannot be read or created (EACCES); expected a DATA_DIR this user can write, or the secret in its environment variable\n` }
+  t.strictSame(await runBridge(['check'], { DATA_DIR: dir }, other), refused, 'check')
+  t.strictSame(await runBridge([], { DATA_DIR: dir }, other), refused, 'the start says the same')
+  t.same(readdirSync(path.join(dir, 'secrets')), [], 'nothing made')
+})
+
 t.test('bin/platform works through a link and from another directory; there a missing MANIFESTS_DIR stops it before it makes ./data; check refuses an unusable SCREENSHOTS_DIR, and a DATA_DIR it could not write or make, as the start does', async (t) => {
   const elsewhere = tempDir()
   const link = path.join(elsewhere, 'platform-link')
@@ -316,6 +328,35 @@ t.test('bin/platform works through a link and from another directory; there a mi
   const ours = path.join(tempDir(), 'data', 'deeper')
   t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: ours }), { code: 0, stderr: '' }, 'check: a DATA_DIR the start would make')
   t.notOk(existsSync(path.dirname(ours)), 'and check does not make it')
+  // The nearest folder that exists may be any number of levels up, as the start makes them all.
+  const deep = path.join(tempDir(), 'a', 'b', 'c')
+  t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: deep }), { code: 0, stderr: '' }, 'check: a DATA_DIR three folders below the nearest that exists')
+  t.notOk(existsSync(path.join(deep, '..', '..')), 'and check makes none of them')
+})
+
+t.test('a DATA_DIR that is, or lies under, a symbolic link to nothing: check refuses it as the start does, for both processes', async (t) => {
+  // Found by the mutation audit: stat's ENOENT read as "not made yet", so check passed what the
+  // start could neither make (mkdir: EEXIST) nor use, and the start called it "not writable".
+  const dir = tempDir()
+  const nowhere = path.join(dir, 'nowhere')
+  symlinkSync(nowhere, path.join(dir, 'data'))
+  symlinkSync(path.join(dir, 'nowhere2'), path.join(dir, 'link'))
+  const manifests = path.join(ROOT, 'manifests')
+  const cases = [
+    { dataDir: path.join(dir, 'data'), what: `is a symbolic link to ${JSON.stringify(nowhere)}, which does not exist` },
+    { dataDir: path.join(dir, 'link', 'data'), what: `cannot be created: ${JSON.stringify(path.join(dir, 'link'))} is a symbolic link to ${JSON.stringify(path.join(dir, 'nowhere2'))}, which does not exist` },
+  ]
+  const bridgeEnv: Record<string, string> = process.getuid?.() === 0 ? { TERMINAL_USER: SHELL_USER } : {}
+  if (process.getuid?.() === 0) ensureShellUser()
+  for (const { dataDir, what } of cases) {
+    const stderr = `config: DATA_DIR: ${JSON.stringify(dataDir)} ${what}; expected a directory path\n`
+    t.strictSame(await runPlatform(['check'], { MANIFESTS_DIR: manifests, DATA_DIR: dataDir }), { code: 2, stderr }, `platform check: ${dataDir}`)
+    t.strictSame(await runPlatform([], { MANIFESTS_DIR: manifests, DATA_DIR: dataDir, PORT: '0' }), { code: 2, stderr }, 'the platform\'s start says the same')
+    t.strictSame(await runBridge(['check'], { ...bridgeEnv, DATA_DIR: dataDir }), { code: 2, stdout: '', stderr }, 'bridge check')
+    t.strictSame(await runBridge([], { ...bridgeEnv, DATA_DIR: dataDir, TERMINAL_PORT: '0' }), { code: 2, stdout: '', stderr }, 'the bridge\'s start says the same')
+  }
+  t.notOk(existsSync(nowhere), 'nothing made where the link points')
+  t.notOk(existsSync(path.join(dir, 'nowhere2')))
 })
 
 t.test('a database locked past its busy time-out at start is no config error: one line, exit 1, which systemd restarts', async (t) => {

@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
-import { listen } from '../lib/http/listen.js'
 import { bridgeCredential, isAccessProof } from '../lib/ticket.js'
 import { Client, ROOT, runUsers, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { contendStorage, nakamaEnv, testNakama } from './fake-nakama/env.js'
@@ -396,7 +396,8 @@ t.test('a platform started while Nakama is down serves its catalogue and creates
 /** A loopback server answering every request with this status and HTML page; resolves to its URL. */
 async function htmlServer(t: Test, status: number, page: string): Promise<string> {
   const server = http.createServer((req, res) => res.writeHead(status, { 'content-type': 'text/html' }).end(page))
-  const port = await listen(server, 0, '127.0.0.1')
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   return `http://127.0.0.1:${port}`
 }

@@ -5,7 +5,7 @@ import path from 'node:path'
 import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadPlatformConfig } from '../lib/config.js'
-import { PLATFORM_JS, freePort, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { PLATFORM_JS, childPids, freePort, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
 import { waitForLog } from './helpers/raw-http.js'
 import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, startBridge, uidOf } from './helpers/terminal.js'
@@ -61,18 +61,9 @@ function knock(to: number | string): void {
   socket.on('error', () => connected || setTimeout(knock, 10, to)).resume()
 }
 
-/** The pids of `pid`'s children. */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-}
-
 /** Stop `holder` (the shell running the starts) and the start running under it. */
 function stopAll(holder: RunningProcess): void {
-  for (const pid of childrenOf(holder.child.pid!)) process.kill(pid, 'SIGKILL')
+  for (const pid of childPids(holder.child.pid!)) process.kill(pid, 'SIGKILL')
   void holder.stop('SIGKILL')
 }
 
@@ -100,11 +91,11 @@ t.test('the platform serves on the socket passed to it, and a restart there lose
   const [holder, first] = await Promise.all([starting, request('GET', `http://127.0.0.1:${port}/api/games`)])
   t.equal(first.status, 200, 'the request that started the platform is answered')
   t.match(holder.logs.find((l) => l.event === 'platform.listening'), { port, socket: 'systemd' }, 'on the socket it was passed')
-  const [platform] = childrenOf(holder.child.pid!)
+  const [platform] = childPids(holder.child.pid!)
   t.ok(platform, 'the first platform runs')
 
   process.kill(platform!, 'SIGTERM')
-  while (childrenOf(holder.child.pid!).includes(platform!)) await sleep(5)
+  while (childPids(holder.child.pid!).includes(platform!)) await sleep(5)
   // Between two platforms: the port is still taken, by the socket's holder, and queues connections.
   const listened = holder.logs.filter((l) => l.event === 'platform.listening').length
   t.equal(listened, 1, 'the next platform is not listening yet')
@@ -144,17 +135,23 @@ t.test('LISTEN_FDS other than one socket is refused; variables meant for another
   t.equal((await request('GET', `${platform.url}/api/games`)).status, 200)
 })
 
-t.test('the bridge serves on the socket passed to it, and no shell holds that socket', activation, async (t) => {
+/** The bridge as its unit starts it, with TERMINAL_PORT `terminalPort`, on a socket at `port`. */
+function unitBridge(port: number, terminalPort: number): Promise<RunningProcess> {
   ensureShellUser()
-  const port = await freePort()
   const launch = unitLaunch(terminalUnit, SHELL_USER)
-  const starting = startPlatform({
+  return startPlatform({
     command: launch.command,
     cwd: launch.cwd,
     readyEvent: 'bridge.listening',
-    env: { ...launch.env, TERMINAL_PORT: String(port), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, TERMINAL_ACCESS_CHECK_S: '0' },
+    env: { ...launch.env, TERMINAL_PORT: String(terminalPort), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN, TERMINAL_ACCESS_CHECK_S: '0' },
     socket: { address: `127.0.0.1:${port}` },
   })
+}
+
+t.test('the bridge serves on the socket passed to it, and no shell holds that socket', activation, async (t) => {
+  ensureShellUser()
+  const port = await freePort()
+  const starting = unitBridge(port, port)
   starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
   await listening(port)
   // A connection starts the bridge. Not a terminal's: the bridge refuses a ticket older than
@@ -220,14 +217,7 @@ t.test('a root bridge takes no connection before it is the shell account, with a
 t.test('a bridge passed a socket other than TERMINAL_HOST:TERMINAL_PORT exits 2 naming the mismatch', activation, async (t) => {
   ensureShellUser()
   const [port, other] = [await freePort(), await freePort()]
-  const launch = unitLaunch(terminalUnit, SHELL_USER)
-  const starting = startPlatform({
-    command: launch.command,
-    cwd: launch.cwd,
-    readyEvent: 'bridge.listening',
-    env: { ...launch.env, TERMINAL_PORT: String(other), TERMINAL_TICKET_SECRET: TICKET_SECRET, PLATFORM_ORIGINS: ORIGIN },
-    socket: { address: `127.0.0.1:${port}` },
-  })
+  const starting = unitBridge(port, other)
   await listening(port)
   knock(port)
   await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on TERMINAL_HOST and TERMINAL_PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))

@@ -4,7 +4,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { freePort, ROOT, tempDir } from './helpers/platform.js'
+import { childPids, freePort, ROOT, tempDir } from './helpers/platform.js'
 import { ensureShellUser, SHELL_USER } from './helpers/terminal.js'
 
 interface Started {
@@ -41,18 +41,9 @@ async function startBoth(group = false, npm = false): Promise<Started & { text: 
   return { child, ports, pids, exited, text: () => text }
 }
 
-/** Pids whose parent is `pid` (Linux /proc). */
-function readChildren(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
-  } catch {
-    return []
-  }
-}
-
 /** Every process below `pid`. */
 function descendants(pid: number): number[] {
-  return readChildren(pid).flatMap((child) => [child, ...descendants(child)])
+  return childPids(pid).flatMap((child) => [child, ...descendants(child)])
 }
 
 /**

@@ -3,15 +3,6 @@ import { isIP, type AddressInfo, type Server } from 'node:net'
 import { ConfigError } from '../config-error.js'
 import { listenProblem } from '../config-checks.js'
 
-/**
- * Listen on `host`:`port`: resolves with the port bound (PORT=0 picks one), rejects with the
- * listen error (EADDRINUSE, EACCES, EADDRNOTAVAIL). It resolves from the `listening` callback, so
- * code after the `await` runs before the first connection is accepted.
- */
-export function listen(server: Server, port: number, host: string): Promise<number> {
-  return listenWith(server, () => server.listen(port, host)).then(({ port: bound }) => bound)
-}
-
 /** Where a process is configured to listen, and the variables that say so (for its error lines). */
 export interface ListenAddress {
   host: string
@@ -106,7 +97,11 @@ function canonical(address: string): string {
 
 const show = (host: string, port: number | string): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)
 
-/** Run `start` (a server.listen call) and resolve with the address once listening, or reject with its error. */
+/**
+ * Run `start` (a server.listen call) and resolve with the address once listening, or reject with
+ * its error (EADDRINUSE, EACCES, EADDRNOTAVAIL). It resolves from the `listening` event, so code
+ * after the `await` runs before the first connection is accepted.
+ */
 function listenWith(server: Server, start: () => void): Promise<{ port: number; address: string | AddressInfo }> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -49,6 +49,15 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port))
     })
   })
+}
+
+/** Pids whose parent is `pid` (Linux /proc); none once it is gone. */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
 }
 
 /** A fresh temporary directory, removed when the process exits. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { execSync, spawnSync } from 'node:child_process'
+import { execFileSync, execSync, spawnSync } from 'node:child_process'
 import { accessSync, chmodSync, chownSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import os from 'node:os'
@@ -112,6 +112,60 @@ t.test('playfield-terminal.service: starts as root to become the shell account, 
   t.equal(serviceValue(terminalUnit, 'ReadWritePaths'), '/var/lib/playfield-shell', 'the shell account\'s writable home')
   // Found by a security audit: a shell took port 3000 while the platform restarted, and got the sign-ins.
   t.equal(serviceValue(terminalUnit, 'SocketBindDeny'), `tcp:${loadPlatformConfig({}).port}`, 'no shell may take the platform\'s port')
+})
+
+/**
+ * The README's commands that run a bin/ sub-command "with the unit's environment" (Deploy: `users`,
+ * `check` before an upgrade): each `(set -a; ...)` subshell, with the unit it stands for.
+ */
+function readmeUnitCommands(): { command: string; unit: typeof platformUnit }[] {
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  return [...readme.matchAll(/\(set -a;[^)]*\)/g)].map(([command]) => ({
+    command,
+    unit: command.includes('/terminal.env') ? terminalUnit : platformUnit,
+  }))
+}
+
+/** The environment `command` gives its sub-command (on its last line), with `etc` for /etc/playfield: that line replaced by `env`. */
+function commandEnvironment(command: string, etc: string): Record<string, string> {
+  const script = command.replaceAll('/etc/playfield', etc).replace(/\n\s*(runuser -u \S+ -- )?bin\/[^\n]*\)$/, '\nenv)')
+  const out = execFileSync('sh', ['-c', script], { env: { PATH: process.env.PATH }, encoding: 'utf8' })
+  return Object.fromEntries(out.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]))
+}
+
+// An audit of the README: the upgrade's `bin/terminal-bridge check`, as written, was refused on a
+// server set up as Deploy says (exit 2, TERMINAL_USER missing: the unit sets it in Environment=,
+// the env files do not), and DATA_DIR was set after the files, where systemd lets the files win.
+t.test('the README\'s commands run with each unit\'s environment: its Environment= values, then its files over them', async (t) => {
+  const commands = readmeUnitCommands()
+  t.ok(commands.some(({ unit }) => unit === terminalUnit) && commands.some(({ unit }) => unit === platformUnit), 'commands for both units')
+  for (const { command, unit } of commands) {
+    const defaults = unitEnvironment(unit)
+    const files = unit.Service!.EnvironmentFile!.map((file) => file.replace(/^-/, ''))
+    t.same(files.map((file) => command.indexOf(`. ${file}`) >= 0), files.map(() => true), `${command.split('\n')[0]}: reads ${files.join(', ')}`)
+    const etc = tempDir('playfield-etc-')
+    for (const file of files) writeFileSync(path.join(etc, path.basename(file)), `SHARED_${path.basename(file, '.env').toUpperCase()}=1\n`)
+    const env = commandEnvironment(command, etc)
+    for (const [name, value] of Object.entries(defaults)) t.equal(env[name], value, `${name} as the unit sets it`)
+    for (const file of files) t.equal(env[`SHARED_${path.basename(file, '.env').toUpperCase()}`], '1', `${file} read`)
+    // The last file sets each of the unit's variables: systemd takes the file's value.
+    writeFileSync(path.join(etc, path.basename(files.at(-1)!)), Object.keys(defaults).map((name) => `${name}=/from/the/file\n`).join(''))
+    const overridden = commandEnvironment(command, etc)
+    for (const name of Object.keys(defaults)) t.equal(overridden[name], '/from/the/file', `${name} from the file, over the unit's`)
+  }
+})
+
+t.test('the README\'s bridge check, as written, passes on a server set up as Deploy says', { skip: !ROOT_USER && 'needs root, as the unit runs the bridge' }, async (t) => {
+  ensureShellUser()
+  const { command } = readmeUnitCommands().find(({ unit }) => unit === terminalUnit)!
+  const etc = tempDir('playfield-etc-')
+  // Deploy step 4's files.
+  writeFileSync(path.join(etc, 'playfield.env'), `PLATFORM_ORIGINS=${ORIGIN}\nTERMINAL_TICKET_SECRET=${TICKET_SECRET}\n`)
+  writeFileSync(path.join(etc, 'terminal.env'), 'TERMINAL_MAX_CONN=4\n')
+  const run = spawnSync('sh', ['-c', command.replaceAll('/etc/playfield', etc)], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: '/root' }, encoding: 'utf8' })
+  t.equal(run.stderr, '')
+  t.match(run.stdout, /^bridge settings ok: /)
+  t.equal(run.status, 0)
 })
 
 t.test('systemd-analyze security: exposure of each unit', async (t) => {

@@ -100,8 +100,10 @@ t.test('GET /api/leaderboards/{id}: the limit\'s bounds, 1 and 100, are accepted
   t.equal(all.nextCursor, null, 'limit=100: one page, no cursor')
   t.same(all.records.map((r) => r.rank), all.records.map((_, i) => i + 1), 'ranks 1..n')
   t.same(await page('limit=99'), all, 'limit=99: the same page')
+  t.same(await page('limit=0100'), all, 'limit=0100 is 100 (an audit: leading zeros were refused)')
   const one = await page('limit=1')
   t.same(one.records, all.records.slice(0, 1), 'limit=1: the first record alone')
+  t.same(await page('limit=01'), one, 'limit=01 is 1')
   t.type(one.nextCursor, 'string', 'limit=1: and a cursor to the rest')
 })
 
@@ -134,6 +136,11 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
   t.equal(signedIn.ownRecord, null, 'no ownRecord when not ranked')
   const cases: [string, number, string][] = [
     ['/api/leaderboards/fx-incr-desc?limit=0', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=000', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=0101', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=%2B5', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=%205', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=1e1', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=101', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=abc', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=1.5', 400, 'VALIDATION_FAILED'],

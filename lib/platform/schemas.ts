@@ -76,7 +76,8 @@ export const SubmitBody = Compile(
  */
 export const LeaderboardQuery = Compile(
   Type.Object({
-    limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'an integer from 1 to 100' })),
+    // Decimal digits, leading zeros allowed (01 is 1); no sign, point, exponent or spaces.
+    limit: Type.Optional(Type.String({ pattern: '^0*(100|[1-9][0-9]?)$', description: 'an integer from 1 to 100' })),
     cursor: Type.Optional(Type.String({ maxLength: 1024, pattern: '^[A-Za-z0-9_-]+={0,2}$', description: 'a nextCursor as given' })),
   }),
 )

@@ -6,7 +6,7 @@ import { WebSocket } from 'ws'
 import { freePort, tempDir, startPlatform, type RunningProcess } from './helpers/platform.js'
 import { SITE_CONF, makeCertificate, request, startNginx, type RunningNginx, type SitePorts } from './helpers/nginx.js'
 import { SHELL_USER, TICKET_SECRET, TermClient, ensureShellUser, startBridge } from './helpers/terminal.js'
-import { homeOf, parseUnit, unitLaunch, unitText } from './helpers/units.js'
+import { homeOf, parseUnit, unitEnvironment, unitLaunch, unitText } from './helpers/units.js'
 
 // End to end through the real nginx running the shipped site (systemd/nginx.conf), with only
 // ports, certificate and log paths swapped for the test machine's.
@@ -48,7 +48,8 @@ t.before(async () => {
   platform = await startPlatform({
     env: {
       PLATFORM_ORIGINS: ORIGINS,
-      TRUST_PROXY: '127.0.0.1',
+      // As its unit runs it: X-Forwarded-For believed only from the site's proxy_bind address.
+      TRUST_PROXY: unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY!,
       TERMINAL_PORT: String(ports.terminal),
       TERMINAL_TICKET_SECRET: TICKET_SECRET,
       DEV_ACCESS_USERS: DEVELOPER.username,
@@ -123,6 +124,23 @@ t.test('X-Forwarded-Proto reaches the platform: the session cookie is Secure beh
   t.notMatch(String(direct.headers['set-cookie']), /Secure/i)
 })
 
+// The shipped pair (the site's proxy_bind, the unit's TRUST_PROXY): a local process on 127.0.0.1,
+// as a developer's shell is, names no address of its choosing, directly or through nginx. With
+// all of loopback trusted (the platform's default) nginx's own 127.0.0.1 hop was skipped and the
+// claimed address taken: a shell could send sign-in attempts under any address.
+t.test('a local client on 127.0.0.1 claiming another address is counted as 127.0.0.1, directly and through nginx', async (t) => {
+  const claim = { 'x-forwarded-for': '198.51.100.7', 'x-forwarded-proto': 'https' }
+  const direct = await request('GET', `${platform.url}/api/games/claim-direct`, { headers: claim, localAddress: '127.0.0.1' })
+  t.equal(direct.status, 404)
+  const proxied = await request('GET', `${BASE}/api/games/claim-proxied`, { ca, headers: claim, localAddress: '127.0.0.1' })
+  t.equal(proxied.status, 404)
+  t.match(await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/games/claim-direct'), { ip: '127.0.0.1' }, 'directly: the peer')
+  t.match(await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/games/claim-proxied'), { ip: '127.0.0.1' }, 'through nginx: the hop nginx saw')
+  const guest = await request('POST', `${platform.url}/api/auth/guest`, { headers: { ...claim, origin: 'http://127.0.0.1:3000' }, localAddress: '127.0.0.1' })
+  t.equal(guest.status, 200)
+  t.notMatch(String(guest.headers['set-cookie']), /Secure/i, 'nor a scheme: X-Forwarded-Proto from 127.0.0.1 is not believed either')
+})
+
 t.test('the sign-in limit counts per forwarded client address, not per proxy', async (t) => {
   const login = (from: string, headers: Record<string, string> = {}) =>
     request('POST', `${BASE}/api/auth/login`, {
@@ -132,21 +150,21 @@ t.test('the sign-in limit counts per forwarded client address, not per proxy', a
       body: { username: 'nobody-here', password: 'wrong password' },
     })
   for (let i = 1; i <= 10; i++) {
-    const res = await login('127.0.0.2')
-    t.equal(res.status, 401, `failure ${i} from 127.0.0.2 is 401`)
+    const res = await login('127.0.0.4')
+    t.equal(res.status, 401, `failure ${i} from 127.0.0.4 is 401`)
     t.same(JSON.parse(res.body), { error: JSON.parse(res.body).error, code: 'INVALID_CREDENTIALS' })
   }
-  const limited = await login('127.0.0.2')
-  t.equal(limited.status, 429, 'the 11th try from 127.0.0.2 is limited')
+  const limited = await login('127.0.0.4')
+  t.equal(limited.status, 429, 'the 11th try from 127.0.0.4 is limited')
   t.equal(JSON.parse(limited.body).code, 'RATE_LIMITED')
   t.ok(Number(limited.headers['retry-after']) > 0, 'with Retry-After')
-  const spoofed = await login('127.0.0.2', { 'x-forwarded-for': '198.51.100.7' })
+  const spoofed = await login('127.0.0.4', { 'x-forwarded-for': '198.51.100.7' })
   t.equal(spoofed.status, 429, 'an X-Forwarded-For sent by the client does not escape the limit')
   const other = await login('127.0.0.3')
   t.equal(other.status, 401, 'another client behind the same proxy is not limited')
   await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/auth/login' && l.ip === '127.0.0.3')
   const seen = platform.logs.filter((l) => l.event === 'http.request' && l.path === '/api/auth/login').map((l) => l.ip)
-  t.same([...new Set(seen)], ['127.0.0.2', '127.0.0.3'])
+  t.same([...new Set(seen)], ['127.0.0.4', '127.0.0.3'])
 })
 
 t.test('a state-changing request with a foreign Origin is refused through the proxy', async (t) => {
@@ -382,6 +400,17 @@ t.test('the shipped site keeps terminal connections open for 86400 s and sends t
   t.ok(directives.includes('proxy_set_header Cookie "";'), 'the session cookie never reaches the bridge')
   t.ok(directives.includes('proxy_set_header Authorization "";'), 'nor an Authorization header')
   t.ok(directives.includes('access_log /var/log/nginx/playfield.access.log playfield_ticketless;'))
+})
+
+t.test('the shipped site connects to the platform from the one address its unit trusts', async (t) => {
+  const site = readFileSync(SITE_CONF, 'utf8')
+  const blocks = [...site.matchAll(/\n    location \/ \{([^}]*)\}/g)].map((m) => m[1]!).filter((b) => b.includes('proxy_pass http://playfield_platform;'))
+  t.equal(blocks.length, 1, 'one location sends to the platform')
+  const block = blocks[0] ?? ''
+  const bind = /^\s*proxy_bind (\S+);/m.exec(block)?.[1]
+  t.equal(bind, unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY, 'proxy_bind is TRUST_PROXY')
+  t.match(bind, /^127\.\d+\.\d+\.\d+$/, 'a loopback address of its own')
+  t.not(bind, '127.0.0.1', 'not the address every local process connects from')
 })
 
 // Last: it stops the platform.

@@ -71,6 +71,24 @@ t.test('an IPv4 client written as IPv6 in any spelling counts as that IPv4 addre
   t.equal((await from('198.51.100.9').post('/api/auth/login', { username: 'Limited', password: 'right password' })).status, 200, 'and one written as IPv4')
 })
 
+// A review found a developer's shell on this host taking a new limit with each loopback address it
+// connected from (curl --interface 127.0.0.20, 127.0.0.21, ...: 16 million of them). Its own platform,
+// since the test fills the one count every loopback client, the tests' own included, shares.
+t.test('every loopback address is one client: 127.0.0.0/8 and ::1, in any spelling, share one count', async (t) => {
+  const own = await startPlatform()
+  t.teardown(() => own.stop())
+  const at = (address: string) => {
+    const c = new Client(own.url)
+    return c.post('/api/auth/login', { username: 'Limited', password: 'wrong password' }, { 'x-forwarded-for': address })
+  }
+  for (let i = 1; i <= 10; i++) await expectError(t, await at(`127.0.${i}.${i + 1}`), 401, 'INVALID_CREDENTIALS', `failure ${i} from 127.0.${i}.${i + 1}`)
+  for (const address of ['127.0.0.1', '127.255.255.254', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.9', '::ffff:7f00:20']) {
+    await expectError(t, await at(address), 429, 'RATE_LIMITED', `${address}: the same count`)
+  }
+  t.equal((await at('128.0.0.1')).status, 401, 'an address outside 127.0.0.0/8 has a count of its own')
+  t.equal((await at('::2')).status, 401, 'as has an IPv6 address other than ::1')
+})
+
 t.test('behind two trusted proxies the client is the nearest untrusted X-Forwarded-For hop, not the inner proxy', async (t) => {
   // A CDN in front of nginx on this host: nginx (the peer) appends the CDN's address, a trusted
   // one (loopback here, the default TRUST_PROXY), after the client's. Counting the proxy would put

@@ -21,6 +21,8 @@ const ca = cert.pem
 // Mixed origins, so the session cookie's Secure flag follows the forwarded protocol.
 const ORIGINS = `${ORIGIN},http://127.0.0.1:3000`
 const DEVELOPER = { username: 'deployer', password: 'correct horse battery' }
+/** A load balancer in front of nginx, which forwards its clients' addresses in X-Forwarded-For. */
+const LOAD_BALANCER = '127.0.0.6'
 
 let platform: RunningProcess
 let bridge: RunningProcess
@@ -48,8 +50,9 @@ t.before(async () => {
   platform = await startPlatform({
     env: {
       PLATFORM_ORIGINS: ORIGINS,
-      // As its unit runs it: X-Forwarded-For believed only from the site's proxy_bind address.
-      TRUST_PROXY: unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY!,
+      // As its unit runs it (X-Forwarded-For believed from the site's proxy_bind address), with a
+      // load balancer in front of nginx added as Deploy step 4 says: LOAD_BALANCER.
+      TRUST_PROXY: `${unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY!},${LOAD_BALANCER}`,
       TERMINAL_PORT: String(ports.terminal),
       TERMINAL_TICKET_SECRET: TICKET_SECRET,
       DEV_ACCESS_USERS: DEVELOPER.username,
@@ -141,30 +144,33 @@ t.test('a local client on 127.0.0.1 claiming another address is counted as 127.0
   t.notMatch(String(guest.headers['set-cookie']), /Secure/i, 'nor a scheme: X-Forwarded-Proto from 127.0.0.1 is not believed either')
 })
 
+// Every loopback address is one client to the limit (auth-limit.test), so the clients here are
+// addresses a load balancer in front of nginx forwards, as it would for visitors.
 t.test('the sign-in limit counts per forwarded client address, not per proxy', async (t) => {
-  const login = (from: string, headers: Record<string, string> = {}) =>
+  const login = (forwarded: string) =>
     request('POST', `${BASE}/api/auth/login`, {
       ca,
-      localAddress: from,
-      headers: { origin: ORIGIN, ...headers },
+      localAddress: LOAD_BALANCER,
+      headers: { origin: ORIGIN, 'x-forwarded-for': forwarded },
       body: { username: 'nobody-here', password: 'wrong password' },
     })
   for (let i = 1; i <= 10; i++) {
-    const res = await login('127.0.0.4')
-    t.equal(res.status, 401, `failure ${i} from 127.0.0.4 is 401`)
+    const res = await login('198.51.100.7')
+    t.equal(res.status, 401, `failure ${i} from 198.51.100.7 is 401`)
     t.same(JSON.parse(res.body), { error: JSON.parse(res.body).error, code: 'INVALID_CREDENTIALS' })
   }
-  const limited = await login('127.0.0.4')
-  t.equal(limited.status, 429, 'the 11th try from 127.0.0.4 is limited')
+  const limited = await login('198.51.100.7')
+  t.equal(limited.status, 429, 'the 11th try from 198.51.100.7 is limited')
   t.equal(JSON.parse(limited.body).code, 'RATE_LIMITED')
   t.ok(Number(limited.headers['retry-after']) > 0, 'with Retry-After')
-  const spoofed = await login('127.0.0.4', { 'x-forwarded-for': '198.51.100.7' })
+  // The client's own X-Forwarded-For, to which the balancer appends the address it saw.
+  const spoofed = await login('203.0.113.1, 198.51.100.7')
   t.equal(spoofed.status, 429, 'an X-Forwarded-For sent by the client does not escape the limit')
-  const other = await login('127.0.0.3')
-  t.equal(other.status, 401, 'another client behind the same proxy is not limited')
-  await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/auth/login' && l.ip === '127.0.0.3')
+  const other = await login('198.51.100.8')
+  t.equal(other.status, 401, 'another client behind the same proxies is not limited')
+  await waitForLog(platform, (l) => l.event === 'http.request' && l.path === '/api/auth/login' && l.ip === '198.51.100.8')
   const seen = platform.logs.filter((l) => l.event === 'http.request' && l.path === '/api/auth/login').map((l) => l.ip)
-  t.same([...new Set(seen)], ['127.0.0.4', '127.0.0.3'])
+  t.same([...new Set(seen)], ['198.51.100.7', '198.51.100.8'])
 })
 
 t.test('a state-changing request with a foreign Origin is refused through the proxy', async (t) => {

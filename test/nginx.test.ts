@@ -23,6 +23,8 @@ const ORIGINS = `${ORIGIN},http://127.0.0.1:3000`
 const DEVELOPER = { username: 'deployer', password: 'correct horse battery' }
 /** A load balancer in front of nginx, which forwards its clients' addresses in X-Forwarded-For. */
 const LOAD_BALANCER = '127.0.0.6'
+/** The peer playfield.service believes X-Forwarded-For from: the site's proxy_bind address. */
+const UNIT_TRUST_PROXY = unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY
 
 let platform: RunningProcess
 let bridge: RunningProcess
@@ -52,7 +54,7 @@ t.before(async () => {
       PLATFORM_ORIGINS: ORIGINS,
       // As its unit runs it (X-Forwarded-For believed from the site's proxy_bind address), with a
       // load balancer in front of nginx added as Deploy step 4 says: LOAD_BALANCER.
-      TRUST_PROXY: `${unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY!},${LOAD_BALANCER}`,
+      TRUST_PROXY: `${UNIT_TRUST_PROXY!},${LOAD_BALANCER}`,
       TERMINAL_PORT: String(ports.terminal),
       TERMINAL_TICKET_SECRET: TICKET_SECRET,
       DEV_ACCESS_USERS: DEVELOPER.username,
@@ -129,8 +131,9 @@ t.test('X-Forwarded-Proto reaches the platform: the session cookie is Secure beh
 
 // The shipped pair (the site's proxy_bind, the unit's TRUST_PROXY): a local process on 127.0.0.1,
 // as a developer's shell is, names no address of its choosing, directly or through nginx. With
-// all of loopback trusted (the platform's default) nginx's own 127.0.0.1 hop was skipped and the
-// claimed address taken: a shell could send sign-in attempts under any address.
+// 127.0.0.1 trusted (the platform's default, which the unit kept) its claim was believed directly,
+// and through nginx its 127.0.0.1 hop was skipped and the claim taken: a shell could send sign-in
+// attempts under any address.
 t.test('a local client on 127.0.0.1 claiming another address is counted as 127.0.0.1, directly and through nginx', async (t) => {
   const claim = { 'x-forwarded-for': '198.51.100.7', 'x-forwarded-proto': 'https' }
   const direct = await request('GET', `${platform.url}/api/games/claim-direct`, { headers: claim, localAddress: '127.0.0.1' })
@@ -414,7 +417,7 @@ t.test('the shipped site connects to the platform from the one address its unit 
   t.equal(blocks.length, 1, 'one location sends to the platform')
   const block = blocks[0] ?? ''
   const bind = /^\s*proxy_bind (\S+);/m.exec(block)?.[1]
-  t.equal(bind, unitEnvironment(parseUnit(unitText('playfield.service'))).TRUST_PROXY, 'proxy_bind is TRUST_PROXY')
+  t.equal(bind, UNIT_TRUST_PROXY, 'proxy_bind is TRUST_PROXY')
   t.match(bind, /^127\.\d+\.\d+\.\d+$/, 'a loopback address of its own')
   t.not(bind, '127.0.0.1', 'not the address every local process connects from')
 })

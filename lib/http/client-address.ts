@@ -1,4 +1,5 @@
 import { isIP, type BlockList } from 'node:net'
+import { isLoopback } from '../config-network.js'
 import type { IncomingMessage } from 'node:http'
 
 /**
@@ -61,11 +62,6 @@ export function header(req: IncomingMessage, name: string): string | undefined {
 /** The block of every loopback address: this machine's own processes may connect from any of them. */
 const LOOPBACK_BLOCK = '127.0.0.0/8'
 
-/** An IPv4 address's block: itself, or the loopback block for 127.0.0.0/8. */
-function ipv4Block(ip: string): string {
-  return ip.startsWith('127.') ? LOOPBACK_BLOCK : ip
-}
-
 /**
  * The block a client address stands for when counting its failures: an IPv4 address itself, an
  * IPv6 address its /64 (`2001:db8:a:b::/64`). A subscriber is given a /64 and may use any address
@@ -74,7 +70,8 @@ function ipv4Block(ip: string): string {
  * process on this machine, a developer's shell say, may connect from any of them.
  */
 export function addressBlock(ip: string): string {
-  if (isIP(ip) !== 6) return ipv4Block(ip)
+  if (isLoopback(ip)) return LOOPBACK_BLOCK
+  if (isIP(ip) !== 6) return ip
   const [head = '', tail] = ip.toLowerCase().replace(/%.*$/, '').split('::')
   const headGroups = head === '' ? [] : head.split(':')
   // The groups `::` stands for: 8 in all, an IPv4 tail (`::1.2.3.4`) counting as two.
@@ -86,10 +83,9 @@ export function addressBlock(ip: string): string {
   const last = groups[groups.length - 1]!
   const words = groups.slice(0, 6).map((g) => parseInt(g, 16))
   if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
-    if (last.includes('.')) return ipv4Block(last)
+    if (last.includes('.')) return last
     const low = (parseInt(groups[6]!, 16) << 16) | parseInt(last, 16)
-    return ipv4Block([24, 16, 8, 0].map((shift) => (low >>> shift) & 0xff).join('.'))
+    return [24, 16, 8, 0].map((shift) => (low >>> shift) & 0xff).join('.')
   }
-  if (groups.length === 8 && groups.slice(0, 7).every((g) => parseInt(g, 16) === 0) && parseInt(last, 16) === 1) return LOOPBACK_BLOCK
   return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`
 }

@@ -1,8 +1,10 @@
 /**
- * Begin `stop` at the first of `signals` (SIGTERM or SIGINT unless told), once. Ctrl-C on `npm
- * start` sends each server both: SIGINT from the terminal to the whole process group, and SIGTERM
- * from bin/start. A second signal of the same kind gets the default action, so a second Ctrl-C on
- * a server run alone ends it at once.
+ * Begin `stop` at the first of `signals` (SIGTERM or SIGINT unless told), once. A repeated SIGTERM
+ * (or SIGHUP) asks for nothing more and is ignored: `timeout` and a supervisor that signal a whole
+ * process group reach each server of `npm start` twice, once directly and once through bin/start.
+ * A second SIGINT, a second Ctrl-C, gets the default action and ends the process at once; Ctrl-C
+ * on `npm start` sends each server one SIGINT (from the terminal, to the whole group) and one
+ * SIGTERM (from bin/start), so it takes a second Ctrl-C there too.
  */
 export function onStop(stop: () => void, signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): void {
   let stopping = false
@@ -11,5 +13,8 @@ export function onStop(stop: () => void, signals: NodeJS.Signals[] = ['SIGTERM',
     stopping = true
     stop()
   }
-  for (const signal of signals) process.once(signal, begin)
+  for (const signal of signals) {
+    if (signal === 'SIGINT') process.once(signal, begin)
+    else process.on(signal, begin)
+  }
 }

@@ -113,6 +113,34 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
   t.strictSame(exit, { code: 0, signal: null })
 })
 
+// `timeout` and a supervisor's group kill send each server of `npm start` two SIGTERMs (theirs and
+// bin/start's): the second must not cut the stop short (lib/stop-signal.ts).
+t.test('a second SIGTERM during the stop changes nothing: the request in flight is still answered, and the exit is 0', async (t) => {
+  const { platform, slow, mark } = await sigtermDuringLogin()
+  await waitForLog(platform.logs, 'platform.stopping', mark)
+  platform.child.kill('SIGTERM')
+  await sleep(300)
+  t.equal(platform.child.exitCode, null, 'still running after the second SIGTERM')
+  t.equal(platform.child.signalCode, null, 'not killed by it')
+  slow.finish()
+  t.match(await slow.response, /^HTTP\/1\.1 401 /, 'the in-flight request got its answer')
+  t.strictSame(await platform.exited, { code: 0, signal: null })
+  t.equal(platform.logs.slice(mark).filter((e) => e.event === 'platform.stopping').length, 1, 'one stopping line')
+})
+
+t.test('a second SIGINT (a second Ctrl-C) ends the process at once, in the middle of its stop', async (t) => {
+  const platform = await startPlatform()
+  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
+  await sleep(300)
+  const mark = platform.logs.length
+  platform.child.kill('SIGINT')
+  await waitForLog(platform.logs, 'platform.stopping', mark)
+  t.equal(platform.child.exitCode, null, 'the first SIGINT began a graceful stop')
+  platform.child.kill('SIGINT')
+  t.strictSame(await platform.exited, { code: null, signal: 'SIGINT' }, 'the second ended it, by the default action')
+  t.equal(await slow.response, '', 'the request in flight was cut')
+})
+
 t.test('SIGTERM with a request that never completes: cut when the grace runs out, logged as 499, then the process exits 0', async (t) => {
   const { platform, slow, mark } = await sigtermDuringLogin()
   const response = await slow.response

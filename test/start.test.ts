@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -99,9 +99,13 @@ t.test('SIGTERM to the npm process of `npm start` alone stops both servers', asy
   t.same(started.pids.filter(alive), [], 'nothing left behind')
 })
 
-t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each server once, gracefully', async (t) => {
+/**
+ * Both servers stop once and gracefully under `signal` (a request in progress keeps the platform in its
+ * stop while the signals come): `toGroup` reaches start.js and both servers, as from a terminal or
+ * `timeout`; `thenToStart` comes 300 ms later to start.js alone, as npm hands its own on.
+ */
+async function stopsOnceGracefully(t: Test, toGroup: NodeJS.Signals, thenToStart?: NodeJS.Signals): Promise<void> {
   const started = await startBoth(true)
-  // A request in progress keeps the platform in its graceful stop while the signals come.
   const socket = net.connect(started.ports.platform, '127.0.0.1')
   const body = JSON.stringify({ username: 'nobody_here', password: 'not the password' })
   socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
@@ -109,10 +113,9 @@ t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each s
   socket.setEncoding('utf8').on('data', (d: string) => (answer += d))
   const closed = new Promise((resolve) => socket.once('close', resolve))
   await sleep(200)
-  process.kill(-started.child.pid!, 'SIGINT')
+  process.kill(-started.child.pid!, toGroup)
   await sleep(300)
-  // npm hands its own SIGINT on to the script.
-  started.child.kill('SIGINT')
+  if (thenToStart) started.child.kill(thenToStart)
   await sleep(300)
   socket.write(body.slice(5))
   await closed
@@ -121,7 +124,13 @@ t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each s
   const events = started.text().split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { event: string }).event)
   t.same(events.filter((e) => e.endsWith('.stopping')).sort(), ['bridge.stopping', 'platform.stopping'], 'one stopping line each')
   t.same(started.pids.filter(alive), [], 'no child left behind')
-})
+}
+
+t.test('Ctrl-C under npm (SIGINT to the group, then again from npm) stops each server once, gracefully', (t) => stopsOnceGracefully(t, 'SIGINT', 'SIGINT'))
+
+// `timeout` (without --foreground) and a supervisor's group kill: each server gets SIGTERM from
+// them and again from start.js, and the second must not end it mid-stop.
+t.test("timeout's stop (SIGTERM to the group, so twice to each server) stops each server once, gracefully", (t) => stopsOnceGracefully(t, 'SIGTERM'))
 
 t.test('one server dying stops the other, and npm start fails', async (t) => {
   const started = await startBoth()

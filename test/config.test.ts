@@ -276,8 +276,12 @@ t.test('bin/terminal-bridge check: the bridge\'s settings as its start takes the
   for (const dir of [closed, under]) {
     t.strictSame(await runBridge([], { DATA_DIR: dir }, other), await runBridge(['check'], { DATA_DIR: dir }, other), `the start says the same of ${dir === closed ? 'the first' : 'the second'}`)
   }
+  // The folder is closed to the bridge's user, which is this process unless it is root: it opens
+  // the folder for the moment it stores the secret there.
+  chmodSync(closed, 0o755)
   mkdirSync(path.join(closed, 'secrets'), { mode: 0o755 })
   writeFileSync(path.join(closed, 'secrets', 'terminal-ticket-secret'), 'x'.repeat(43) + '\n', { mode: 0o644 })
+  chmodSync(closed, 0o555)
   t.equal((await runBridge(['check'], { DATA_DIR: closed }, other)).code, 0, 'a secret stored there is read, and nothing more is needed')
   t.equal((await runBridge(['check'], { DATA_DIR: closed, TERMINAL_TICKET_SECRET: 'y'.repeat(43) }, other)).code, 0, 'nor with the secret in the environment')
   if (root) {

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { copyFileSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { childPids, freePort, ROOT, tempDir } from './helpers/platform.js'
@@ -138,4 +138,13 @@ t.test('one server dying stops the other, and npm start fails', async (t) => {
   process.kill(bridgePid, 'SIGKILL')
   t.same(await started.exited, { code: 1, signal: null })
   t.equal(await listener(started.ports.platform), 'none', 'the platform was stopped')
+})
+
+t.test('npm start in a checkout not built yet: one line saying what to run, not a stack trace', async (t) => {
+  const checkout = tempDir()
+  copyFileSync(path.join(ROOT, 'package.json'), path.join(checkout, 'package.json'))
+  const run = spawnSync('npm', ['start'], { cwd: checkout, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: process.env.HOME } })
+  t.equal(run.status, 1)
+  t.match(run.stderr, /^start: not built yet: run npm install \(or npm run build\)$/m)
+  t.notMatch(run.stderr, /Cannot find module|node:internal/, 'no stack trace')
 })

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import t from 'tap'
 import { Client, runUsers, startPlatform, tempDir } from './helpers/platform.js'
@@ -57,12 +57,17 @@ t.test('users: an unknown user or role exits 1 with one clear line; bad usage ex
   t.equal(newline.code, 1)
   t.equal(newline.stderr.split('\n').length, 2, 'a name with a newline: still one line')
   t.match(newline.stderr, /^users: no user "a(\\n|\\u000a)b"\n$/)
-  // A DATA_DIR with no database yet (a typo, or ./data from the wrong directory) is created, and the
-  // answer says it was new.
-  const stray = path.join(tempDir(), 'mistyped')
-  const wrongDir = await usersIn(stray, 'grant', 'DevPerson', 'developer')
-  t.same(wrongDir, { code: 1, stdout: '', stderr: `users: no user "DevPerson" (DATA_DIR ${JSON.stringify(stray)} had no database until now: is it the platform's?)\n` })
-  t.same(await usersIn(stray, 'grant', 'DevPerson', 'developer'), { code: 1, stdout: '', stderr: 'users: no user "DevPerson"\n' }, 'the next run finds the database')
+  // A DATA_DIR with no database (a typo, or ./data from the wrong directory): said so, and nothing
+  // is made there, for a change or a list (a first-time user's `users list` from /tmp made /tmp/data).
+  const parent = tempDir()
+  const stray = path.join(parent, 'mistyped')
+  const noDatabase = { code: 1, stdout: '', stderr: `users: no database in DATA_DIR ${JSON.stringify(stray)}: is it the platform's? (its default, ./data, is read from the current directory)\n` }
+  t.same(await usersIn(stray, 'grant', 'DevPerson', 'developer'), noDatabase, 'grant')
+  t.same(await usersIn(stray, 'list'), noDatabase, 'list')
+  t.same(readdirSync(parent), [], 'no DATA_DIR made')
+  mkdirSync(stray)
+  t.same(await usersIn(stray, 'revoke', 'DevPerson', 'developer'), noDatabase, 'revoke, in a DATA_DIR that exists')
+  t.same(readdirSync(stray), [], 'no database or secret made in it')
   const role = await users('grant', 'DevPerson', 'root')
   t.same(role, { code: 1, stdout: '', stderr: 'users: unknown role "root"; roles are admin, developer\n' })
   for (const args of [[], ['grant'], ['grant', 'DevPerson'], ['frobnicate'], ['list', 'extra'], ['grant', 'a', 'developer', 'x']]) {
@@ -83,9 +88,11 @@ t.test('users on a file that is not a database: the server\'s config line and ex
   })
 })
 
-t.test('commands started together on a fresh DATA_DIR all open it: the migrations run once', async (t) => {
+t.test('commands started together on a database not yet migrated all open it: the migrations run once', async (t) => {
   for (let round = 0; round < 2; round++) {
     const dir = tempDir()
+    // An empty file is an empty SQLite database (users refuses a DATA_DIR with none at all).
+    writeFileSync(path.join(dir, 'playfield.sqlite'), '')
     const results = await Promise.all(Array.from({ length: 4 }, () => usersIn(dir, 'list')))
     t.same(results.map((r) => [r.code, r.stderr]), Array(4).fill([0, '']), `round ${round + 1}`)
   }

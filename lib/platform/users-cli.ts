@@ -28,9 +28,12 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     process.stderr.write(`users: unknown role ${JSON.stringify(role)}; roles are ${ROLES.join(', ')}\n`)
     return 1
   }
-  // A mistyped DATA_DIR (or ./data from the wrong directory) opens a new, empty database: a "no
-  // user" from it says so, or the operator would look for the account instead of the directory.
-  const fresh = config.gameBackend === 'embedded' && !databaseExists(config.dataDir)
+  // A mistyped DATA_DIR (or ./data from the wrong directory) has no database, and a new one would
+  // hold no account to grant or list: say so, and make nothing there (no database, no secrets).
+  if (config.gameBackend === 'embedded' && !databaseExists(config.dataDir)) {
+    process.stderr.write(`users: no database in DATA_DIR ${JSON.stringify(config.dataDir)}: is it the platform's? (its default, ./data, is read from the current directory)\n`)
+    return 1
+  }
   let backend: Backend | undefined
   try {
     // Opening is inside: a locked or foreign database file is one line too.
@@ -51,8 +54,7 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
     // A bad DATA_DIR or variable is the caller's config line and exit 2, as for the server.
     if (err instanceof ConfigError) throw err
     // One line, never a stack trace: the contract's message (e.g. 503 when Nakama is down or contended), else the error's.
-    const hint = fresh ? ` (DATA_DIR ${JSON.stringify(config.dataDir)} had no database until now: is it the platform's?)` : ''
-    process.stderr.write(`users: ${escapeControls(messageOf(err))}${hint}\n`)
+    process.stderr.write(`users: ${escapeControls(messageOf(err))}\n`)
     return 1
   } finally {
     await backend?.close()

@@ -37,7 +37,7 @@ async function serve(config: Readonly<PlatformConfig>): Promise<void> {
   const terminalProxy = attachTerminalProxy(server, config)
   // On the socket systemd holds (systemd/playfield.socket) when it passed one, else bound here.
   const { port, socket } = await listenAt(server, { hostVar: 'HOST', host: config.host, portVar: 'PORT', port: config.port })
-  logLine({ event: 'platform.listening', host: config.host, port, socket, backend: backend.kind, games: catalogue.current().games.size })
+  logLine({ event: 'platform.listening', host: config.host, port, socket, backend: backend.kind, games: catalogue.current().games.size, pid: process.pid })
   // A SIGHUP that came while starting is handed on now (the files may have changed since read).
   onReload(catalogueReloader(catalogue, backend))
   onStop(() => {

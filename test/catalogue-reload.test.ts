@@ -23,7 +23,10 @@ t.test('SIGHUP reloads a good change and keeps the old catalogue on a bad one', 
 
   writeFileSync(path.join(dir, 'second-game.json'), gameLike('second-game'))
   let mark = platform.logs.length
-  platform.child.kill('SIGHUP')
+  // The pid to signal is in the listening line (under `npm start` it is not npm's or start.js's).
+  const { pid } = platform.logs.find((l) => l.event === 'platform.listening') as { pid: number }
+  t.equal(pid, platform.child.pid, 'platform.listening names the process to signal')
+  process.kill(pid, 'SIGHUP')
   t.match(await waitForLog(platform.logs, 'catalogue.reloaded', mark), { event: 'catalogue.reloaded', games: 2 })
   const good = await rawRequest(platform.url, 'GET', '/api/games')
   t.same(JSON.parse(good.body.toString()).games.map((g: { id: string }) => g.id), ['broken-game', 'second-game'])

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, symlinkSync, writeFileSync, writeSync } from 'node:fs'
 import os from 'node:os'
 import net from 'node:net'
@@ -361,6 +361,16 @@ t.test('a DATA_DIR that is, or lies under, a symbolic link to nothing: check ref
   }
   t.notOk(existsSync(nowhere), 'nothing made where the link points')
   t.notOk(existsSync(path.join(dir, 'nowhere2')))
+})
+
+// Found by a mutation audit: without the bridge's own examples its line offered 0.0.0.0, an address
+// it refuses, and nothing noticed. A network namespace of its own has no usable ::1 (lo is down).
+t.test('a loopback TERMINAL_HOST the bridge cannot listen on: exit 2, and its line offers loopback addresses only', spawnSync('unshare', ['--net', 'true']).status === 0 ? {} : { skip: 'needs unshare --net (root)' }, async (t) => {
+  const error = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', wrapper: ['unshare', '--net'], env: { TERMINAL_HOST: '::1', TERMINAL_PORT: '0', TERMINAL_USER: 'nobody' } }).then(
+    async (bridge) => (await bridge.stop('SIGKILL'), new Error('started')),
+    (err: Error) => err,
+  )
+  t.equal(error.message, 'process exited (2) before ready: config: TERMINAL_HOST: "::1" cannot be listened on (EADDRNOTAVAIL); expected an address of this machine, such as 127.0.0.1 or ::1 (loopback only)\n')
 })
 
 t.test('a database locked past its busy time-out at start is no config error: one line, exit 1, which systemd restarts', async (t) => {

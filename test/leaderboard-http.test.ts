@@ -104,6 +104,8 @@ t.test('GET /api/leaderboards/{id}: the limit\'s bounds, 1 and 100, are accepted
   const one = await page('limit=1')
   t.same(one.records, all.records.slice(0, 1), 'limit=1: the first record alone')
   t.same(await page('limit=01'), one, 'limit=01 is 1')
+  t.same(await page('limit=0001'), one, 'limit=0001 is 1: any number of leading zeros')
+  t.same(await page('limit=000100'), all, 'limit=000100 is 100')
   t.type(one.nextCursor, 'string', 'limit=1: and a cursor to the rest')
 })
 
@@ -140,6 +142,8 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
     ['/api/leaderboards/fx-incr-desc?limit=0101', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=%2B5', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=%205', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=5%20', 400, 'VALIDATION_FAILED'],
+    ['/api/leaderboards/fx-incr-desc?limit=05%0A', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=1e1', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=101', 400, 'VALIDATION_FAILED'],
     ['/api/leaderboards/fx-incr-desc?limit=abc', 400, 'VALIDATION_FAILED'],

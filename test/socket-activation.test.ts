@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
+import { lookup } from 'node:dns/promises'
 import { chownSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import net from 'node:net'
@@ -23,11 +24,13 @@ t.test('each socket unit listens where its service is configured to, and where n
   const defaults = loadPlatformConfig({})
   const nginx = unitText('nginx.conf')
   const pairs = [
-    { socket: 'playfield.socket', service: platformUnit, address: `${defaults.host}:${defaults.port}` },
-    { socket: 'playfield-terminal.socket', service: terminalUnit, address: `${defaults.terminalHost}:${defaults.terminalPort}` },
+    { socket: 'playfield.socket', service: platformUnit, name: 'playfield.service', address: `${defaults.host}:${defaults.port}` },
+    { socket: 'playfield-terminal.socket', service: terminalUnit, name: 'playfield-terminal.service', address: `${defaults.terminalHost}:${defaults.terminalPort}` },
   ]
-  for (const { socket, service, address } of pairs) {
+  for (const { socket, service, name, address } of pairs) {
     const unit = parseUnit(unitText(socket))
+    // Service= (else the socket's own name with .service) is what systemd starts and passes it to.
+    t.equal(unit.Socket!.Service?.at(-1) ?? socket.replace(/\.socket$/, '.service'), name, `${socket} starts ${name}`)
     t.same(unit.Socket!.ListenStream, [address], `${socket} listens on the default ${address}`)
     t.ok(nginx.includes(`server ${address};`), `nginx's upstream is ${address}`)
     t.same(unit.Socket!.IPAddressDeny, ['any'], `${socket}: no traffic but loopback's`)
@@ -49,16 +52,16 @@ async function listening(port: number): Promise<void> {
   throw new Error(`nothing listens on 127.0.0.1:${port}`)
 }
 
-/** Connect to 127.0.0.1:`port` (or a UNIX socket's path) and hang up: what starts a socket-activated process. Tries again until it connects. */
-function knock(to: number | string): void {
-  const socket = typeof to === 'number' ? net.connect(to, '127.0.0.1') : net.connect(to)
+/** Connect to `host`:`port` (or a UNIX socket's path) and hang up: what starts a socket-activated process. Tries again until it connects. */
+function knock(to: number | string, host = '127.0.0.1'): void {
+  const socket = typeof to === 'number' ? net.connect(to, host) : net.connect(to)
   let connected = false
   socket.on('connect', () => {
     connected = true
     socket.end()
   })
   // Not once connected: a process that exits without accepting resets the connection.
-  socket.on('error', () => connected || setTimeout(knock, 10, to)).resume()
+  socket.on('error', () => connected || setTimeout(knock, 10, to, host)).resume()
 }
 
 /** Stop `holder` (the shell running the starts) and the start running under it. */
@@ -120,8 +123,82 @@ t.test('a platform passed a socket other than HOST:PORT exits 2 naming the misma
   // A UNIX socket (ListenStream=/run/…): nginx could reach it, the bridge's access checks could not.
   const path = `${tempDir('playfield-socket-')}/platform.sock`
   const onPath = startPlatform({ socket: { address: path }, env: { PORT: String(other) } })
+  onPath.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
   knock(path)
   await t.rejects(onPath, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed is a UNIX socket, not on HOST and PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
+})
+
+/** `address`:`port` as ListenStream= and the error lines write it (IPv6 in brackets). */
+const listenStream = (address: string, port: number): string => (address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`)
+const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+// Found by a mutation audit: with the address left out of the comparison (the port alone), or
+// IPv6 written without brackets, every assertion above still passed.
+t.test('a passed socket on HOST\'s port but another address exits 2; the same address spelled otherwise is served', activation, async (t) => {
+  for (const host of ['127.0.0.2', '::1']) {
+    const port = await freePort()
+    const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: host, PORT: String(port) } })
+    starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+    await listening(port)
+    knock(port)
+    const wanted = literal(listenStream(host, port))
+    await t.rejects(starting, new RegExp(`process exited \\(2\\) before ready: [^]*\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on HOST and PORT \\(${wanted}\\); expected a \\.socket unit whose ListenStream= is ${wanted}\\n$`), `HOST=${host}`)
+  }
+  // ::1 written out in full is the address of ListenStream=[::1]:port.
+  const v6 = await freePort()
+  const starting = startPlatform({ socket: { address: `[::1]:${v6}` }, env: { HOST: '0:0:0:0:0:0:0:1', PORT: String(v6) } })
+  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  knock(v6, '::1')
+  const platform = await starting
+  t.match(platform.logs.find((l) => l.event === 'platform.listening'), { host: '0:0:0:0:0:0:0:1', port: v6, socket: 'systemd' })
+  t.equal((await request('GET', `http://[::1]:${v6}/api/games`)).status, 200, 'and answers there')
+})
+
+t.test('a host name in HOST: a passed socket on any of its addresses is served; elsewhere the error line gives ListenStream= those addresses', activation, async (t) => {
+  const addresses = (await lookup('localhost', { all: true })).map((a) => a.address)
+  const [port, other] = [await freePort(), await freePort()]
+  const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: 'localhost', PORT: String(other) } })
+  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  await listening(port)
+  knock(port)
+  const numeric = literal(addresses.map((a) => listenStream(a, other)).join(' or '))
+  await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on HOST and PORT \\(localhost:${other}\\); expected a \\.socket unit whose ListenStream= is ${numeric}\\n$`), 'numeric addresses, as ListenStream= takes')
+  // The resolver's last address, not only its first (where localhost is 127.0.0.1 and ::1 both).
+  const last = addresses.at(-1)!
+  const served = startPlatform({ socket: { address: listenStream(last, other) }, env: { HOST: 'localhost', PORT: String(other) } })
+  served.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  knock(other, last)
+  t.match((await served).logs.find((l) => l.event === 'platform.listening'), { host: 'localhost', port: other, socket: 'systemd' }, `a socket on ${last}`)
+  // A name the resolver does not know: the line a start without a passed socket gives it (which
+  // names HOST), not a stack trace, nor a ListenStream= of a name, which systemd does not take.
+  const unknown = 'playfield-no-such-host.invalid'
+  const third = await freePort()
+  const bound = await startPlatform({ env: { HOST: unknown, PORT: String(third) } }).then(
+    async (p) => (await p.stop('SIGKILL'), 'started'),
+    (err: Error) => err.message.split('before ready: ')[1],
+  )
+  t.match(bound, new RegExp(`^config: HOST: "${literal(unknown)}" cannot be listened on \\(E[A-Z_]+\\); expected an address of this machine`), 'bound: the HOST line')
+  const unresolved = startPlatform({ socket: { address: `127.0.0.1:${third}` }, env: { HOST: unknown, PORT: String(third) } })
+  unresolved.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  await listening(third)
+  knock(third)
+  const passed = await unresolved.then(
+    () => 'started',
+    (err: Error) => err.message,
+  )
+  t.match(passed, /^process exited \(2\) before ready: /)
+  t.equal(passed.split('\n').at(-2), bound!.trimEnd(), 'passed a socket: the same line')
+})
+
+t.test('with PORT=0 the platform serves on the passed socket\'s port, and logs that port', activation, async (t) => {
+  const port = await freePort()
+  const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { PORT: '0' } })
+  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  await listening(port)
+  knock(port)
+  const platform = await starting
+  t.match(platform.logs.find((l) => l.event === 'platform.listening'), { port, socket: 'systemd' })
+  t.equal((await request('GET', `http://127.0.0.1:${port}/api/games`)).status, 200)
 })
 
 t.test('LISTEN_FDS other than one socket is refused; variables meant for another process are not the platform\'s', async (t) => {
@@ -133,6 +210,16 @@ t.test('LISTEN_FDS other than one socket is refused; variables meant for another
   t.teardown(() => platform.stop('SIGKILL'))
   t.match(platform.logs.find((l) => l.event === 'platform.listening'), { socket: 'bound' })
   t.equal((await request('GET', `${platform.url}/api/games`)).status, 200)
+  // LISTEN_FDS=0 (sd_listen_fds: none passed): the platform binds HOST:PORT itself.
+  const none = await startPlatform({ command: passed('0', '$$') })
+  t.teardown(() => none.stop('SIGKILL'))
+  t.match(none.logs.find((l) => l.event === 'platform.listening'), { socket: 'bound' }, 'LISTEN_FDS=0')
+  t.equal((await request('GET', `${none.url}/api/games`)).status, 200)
+  // Descriptor 3 that is no socket (a file): one config line, exit 2, not a stack trace.
+  const file = ['/bin/sh', '-c', 'exec 3</dev/null; LISTEN_PID=$$; LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec "$@"', 'sh', process.execPath, PLATFORM_JS]
+  const onFile = startPlatform({ command: file })
+  onFile.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  await t.rejects(onFile, /process exited \(2\) before ready: config: LISTEN_FDS: the descriptor systemd passed cannot be listened on \(E[A-Z]+\); expected the stream socket of a \.socket unit's ListenStream=\n$/)
 })
 
 /** The bridge as its unit starts it, with TERMINAL_PORT `terminalPort`, on a socket at `port`. */
@@ -218,6 +305,7 @@ t.test('a bridge passed a socket other than TERMINAL_HOST:TERMINAL_PORT exits 2 
   ensureShellUser()
   const [port, other] = [await freePort(), await freePort()]
   const starting = unitBridge(port, other)
+  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
   await listening(port)
   knock(port)
   await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on TERMINAL_HOST and TERMINAL_PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))

@@ -32,7 +32,7 @@ export async function listenAt(server: Server, address: ListenAddress): Promise<
   }
   // Resolved before listening: from 'listening' to the caller's next line (a root bridge's drop of
   // privileges) nothing may wait on I/O, or a connection in the socket's queue is accepted meanwhile.
-  const wanted = await addressesOf(address.host)
+  const wanted = await addressesOf(address)
   const passed = await listenWith(server, () => server.listen({ fd })).catch((err: NodeJS.ErrnoException) => {
     throw new ConfigError(`LISTEN_FDS: the descriptor systemd passed cannot be listened on (${err.code ?? err.message}); expected the stream socket of a .socket unit's ListenStream=`)
   })
@@ -70,7 +70,7 @@ function mismatch(bound: string | AddressInfo, want: ListenAddress, wanted: stri
   const port = want.port === 0 ? '<any port>' : want.port
   const configured = show(want.host, port)
   // ListenStream= takes numeric addresses only: a host name's own (localhost: 127.0.0.1 or ::1).
-  const listenStream = isIP(want.host) || wanted.length === 0 ? configured : wanted.map((a) => show(a, port)).join(' or ')
+  const listenStream = isIP(want.host) ? configured : wanted.map((a) => show(a, port)).join(' or ')
   const problem = (what: string): string =>
     `LISTEN_FDS: the socket systemd passed ${what}, not on ${want.hostVar} and ${want.portVar} (${configured}); expected a .socket unit whose ListenStream= is ${listenStream}`
   // A UNIX socket's path is not known to a process it was passed to.
@@ -80,14 +80,16 @@ function mismatch(bound: string | AddressInfo, want: ListenAddress, wanted: stri
   return problem(`listens on ${show(bound.address, bound.port)}`)
 }
 
-/** The addresses `host` names (an IP literal itself, a name as the resolver gives it), canonical. */
-async function addressesOf(host: string): Promise<string[]> {
-  if (isIP(host)) return [canonical(host)]
-  try {
-    return (await lookup(host, { all: true })).map((a) => canonical(a.address))
-  } catch {
-    return []
-  }
+/**
+ * The addresses the configured host names (an IP literal itself, a name as the resolver gives it),
+ * canonical. A name the resolver does not know gets the line a start without a passed socket gives it.
+ */
+async function addressesOf(address: ListenAddress): Promise<string[]> {
+  if (isIP(address.host)) return [canonical(address.host)]
+  const found = await lookup(address.host, { all: true }).catch((err: NodeJS.ErrnoException) => {
+    throw listenProblem(err, address)
+  })
+  return found.map((a) => canonical(a.address))
 }
 
 /** An address in one spelling (`::0001` as `::1`), so that equal addresses compare equal. */

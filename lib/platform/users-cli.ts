@@ -1,4 +1,5 @@
 import { ConfigError } from '../config-error.js'
+import { checkDataDir } from '../config-checks.js'
 import type { PlatformConfig } from '../config.js'
 import { createBackend } from '../backend/create.js'
 import { databaseExists } from '../backend/embedded/db.js'
@@ -30,7 +31,9 @@ export async function runUsersCommand(config: Readonly<PlatformConfig>, args: st
   }
   // A mistyped DATA_DIR (or ./data from the wrong directory) has no database, and a new one would
   // hold no account to grant or list: say so, and make nothing there (no database, no secrets).
+  // One the platform could not use at all is its config line first, as for the server.
   if (config.gameBackend === 'embedded' && !databaseExists(config.dataDir)) {
+    checkDataDir(config.dataDir)
     process.stderr.write(`users: no database in DATA_DIR ${JSON.stringify(config.dataDir)}: is it the platform's? (its default, ./data, is read from the current directory)\n`)
     return 1
   }

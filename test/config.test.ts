@@ -7,7 +7,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { loadBridgeConfig, loadPlatformConfig } from '../lib/config.js'
 import { ConfigError } from '../lib/config-error.js'
-import { BRIDGE_JS, ROOT, startPlatform, tempDir } from './helpers/platform.js'
+import { BRIDGE_JS, ROOT, startPlatform, startRefused, tempDir } from './helpers/platform.js'
 import { ensureShellUser, gidOf, SHELL_USER, startBridge, uidOf } from './helpers/terminal.js'
 
 // GAME_BACKEND=nakama with one of its keys unset: each is required (CONTRACT §1).
@@ -366,10 +366,7 @@ t.test('a DATA_DIR that is, or lies under, a symbolic link to nothing: check ref
 // Found by a mutation audit: without the bridge's own examples its line offered 0.0.0.0, an address
 // it refuses, and nothing noticed. A network namespace of its own has no usable ::1 (lo is down).
 t.test('a loopback TERMINAL_HOST the bridge cannot listen on: exit 2, and its line offers loopback addresses only', spawnSync('unshare', ['--net', 'true']).status === 0 ? {} : { skip: 'needs unshare --net (root)' }, async (t) => {
-  const error = await startPlatform({ script: BRIDGE_JS, readyEvent: 'bridge.listening', wrapper: ['unshare', '--net'], env: { TERMINAL_HOST: '::1', TERMINAL_PORT: '0', TERMINAL_USER: 'nobody' } }).then(
-    async (bridge) => (await bridge.stop('SIGKILL'), new Error('started')),
-    (err: Error) => err,
-  )
+  const error = await startRefused({ script: BRIDGE_JS, readyEvent: 'bridge.listening', wrapper: ['unshare', '--net'], env: { TERMINAL_HOST: '::1', TERMINAL_PORT: '0', TERMINAL_USER: 'nobody' } })
   t.equal(error.message, 'process exited (2) before ready: config: TERMINAL_HOST: "::1" cannot be listened on (EADDRNOTAVAIL); expected an address of this machine, such as 127.0.0.1 or ::1 (loopback only)\n')
 })
 

@@ -90,18 +90,18 @@ function slowRequest(port: number, body: string, connection = 'close'): { respon
   return { response, finish: () => socket.write(body.slice(half)) }
 }
 
-/** A platform sent SIGTERM while a login's body is half sent; `mark` is where its log stood just before. */
-async function sigtermDuringLogin(connection = 'close') {
+/** A platform sent `signal` while a login's body is half sent; `mark` is where its log stood just before. */
+async function signalDuringLogin(connection = 'close', signal: NodeJS.Signals = 'SIGTERM') {
   const platform = await startPlatform()
   const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }), connection)
   await sleep(300)
   const mark = platform.logs.length
-  platform.child.kill('SIGTERM')
+  platform.child.kill(signal)
   return { platform, slow, mark }
 }
 
 t.test('SIGTERM with a slow request in flight: the request is finished, then the process exits 0', async (t) => {
-  const { platform, slow, mark } = await sigtermDuringLogin()
+  const { platform, slow, mark } = await signalDuringLogin()
   await waitForLog(platform.logs, 'platform.stopping', mark)
   t.equal(platform.child.exitCode, null, 'still running while the request is in flight')
   await t.rejects(rawRequest(platform.url, 'GET', '/api/games'), 'new connections are refused')
@@ -116,7 +116,7 @@ t.test('SIGTERM with a slow request in flight: the request is finished, then the
 // `timeout` and a supervisor's group kill send each server of `npm start` two SIGTERMs (theirs and
 // bin/start's): the second must not cut the stop short (lib/stop-signal.ts).
 t.test('a second SIGTERM during the stop changes nothing: the request in flight is still answered, and the exit is 0', async (t) => {
-  const { platform, slow, mark } = await sigtermDuringLogin()
+  const { platform, slow, mark } = await signalDuringLogin()
   await waitForLog(platform.logs, 'platform.stopping', mark)
   platform.child.kill('SIGTERM')
   await sleep(300)
@@ -129,11 +129,7 @@ t.test('a second SIGTERM during the stop changes nothing: the request in flight 
 })
 
 t.test('a second SIGINT (a second Ctrl-C) ends the process at once, in the middle of its stop', async (t) => {
-  const platform = await startPlatform()
-  const slow = slowRequest(platform.port, JSON.stringify({ username: 'nobody-here', password: 'wrong-password' }))
-  await sleep(300)
-  const mark = platform.logs.length
-  platform.child.kill('SIGINT')
+  const { platform, slow, mark } = await signalDuringLogin('close', 'SIGINT')
   await waitForLog(platform.logs, 'platform.stopping', mark)
   t.equal(platform.child.exitCode, null, 'the first SIGINT began a graceful stop')
   platform.child.kill('SIGINT')
@@ -142,7 +138,7 @@ t.test('a second SIGINT (a second Ctrl-C) ends the process at once, in the middl
 })
 
 t.test('SIGTERM with a request that never completes: cut when the grace runs out, logged as 499, then the process exits 0', async (t) => {
-  const { platform, slow, mark } = await sigtermDuringLogin()
+  const { platform, slow, mark } = await signalDuringLogin()
   const response = await slow.response
   t.equal(response, '', 'cut without an answer')
   t.strictSame(await platform.exited, { code: 0, signal: null })
@@ -151,7 +147,7 @@ t.test('SIGTERM with a request that never completes: cut when the grace runs out
 })
 
 t.test('SIGTERM with a keep-alive request in flight: the connection ends once it is answered, not at the keep-alive time-out', async (t) => {
-  const { platform, slow, mark } = await sigtermDuringLogin('keep-alive')
+  const { platform, slow, mark } = await signalDuringLogin('keep-alive')
   await waitForLog(platform.logs, 'platform.stopping', mark)
   slow.finish()
   const finished = Date.now()

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { literal } from './helpers/platform.js'
 import { httpStatus } from './fake-nakama/errors.js'
 import { signToken } from './fake-nakama/jwt.js'
 import { loadRuntime } from './fake-nakama/runtime.js'
@@ -168,7 +169,7 @@ t.test('REST leaderboard write: int64 exact, fractions and out-of-range values r
     t.equal(res.status, 400, body)
     const err = await res.json() as { code: number; message: string }
     t.equal(err.code, 3, body)
-    t.match(err.message, new RegExp(`^proto: \\(line 1:\\d+\\): invalid value for int64 type: ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`), body)
+    t.match(err.message, new RegExp(`^proto: \\(line 1:\\d+\\): invalid value for int64 type: ${literal(shown)}$`), body)
   }
   t.equal(fake.state.leaderboards.list('open', [], 10, '', 0, Date.now()).records.length, 0, 'nothing was written')
   let res = await write('{"score": 9223372036854775807, "subscore": "2.0"}')

@@ -6,7 +6,7 @@ import path from 'node:path'
 import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadPlatformConfig } from '../lib/config.js'
-import { PLATFORM_JS, childPids, freePort, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
+import { PLATFORM_JS, childPids, freePort, killedAtEnd, literal, startPlatform, startRefused, tempDir, type RunningProcess } from './helpers/platform.js'
 import { request } from './helpers/nginx.js'
 import { waitForLog } from './helpers/raw-http.js'
 import { ORIGIN, SHELL_USER, TICKET_SECRET, connect, ensureShellUser, gidOf, startBridge, uidOf } from './helpers/terminal.js'
@@ -122,23 +122,20 @@ t.test('a platform passed a socket other than HOST:PORT exits 2 naming the misma
 
   // A UNIX socket (ListenStream=/run/…): nginx could reach it, the bridge's access checks could not.
   const path = `${tempDir('playfield-socket-')}/platform.sock`
-  const onPath = startPlatform({ socket: { address: path }, env: { PORT: String(other) } })
-  onPath.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const onPath = killedAtEnd(t, startPlatform({ socket: { address: path }, env: { PORT: String(other) } }))
   knock(path)
   await t.rejects(onPath, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed is a UNIX socket, not on HOST and PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))
 })
 
 /** `address`:`port` as ListenStream= and the error lines write it (IPv6 in brackets). */
 const listenStream = (address: string, port: number): string => (address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`)
-const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 // Found by a mutation audit: with the address left out of the comparison (the port alone), or
 // IPv6 written without brackets, every assertion above still passed.
 t.test('a passed socket on HOST\'s port but another address exits 2; the same address spelled otherwise is served', activation, async (t) => {
   for (const host of ['127.0.0.2', '::1']) {
     const port = await freePort()
-    const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: host, PORT: String(port) } })
-    starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+    const starting = killedAtEnd(t, startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: host, PORT: String(port) } }))
     await listening(port)
     knock(port)
     const wanted = literal(listenStream(host, port))
@@ -146,8 +143,7 @@ t.test('a passed socket on HOST\'s port but another address exits 2; the same ad
   }
   // ::1 written out in full is the address of ListenStream=[::1]:port.
   const v6 = await freePort()
-  const starting = startPlatform({ socket: { address: `[::1]:${v6}` }, env: { HOST: '0:0:0:0:0:0:0:1', PORT: String(v6) } })
-  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, startPlatform({ socket: { address: `[::1]:${v6}` }, env: { HOST: '0:0:0:0:0:0:0:1', PORT: String(v6) } }))
   knock(v6, '::1')
   const platform = await starting
   t.match(platform.logs.find((l) => l.event === 'platform.listening'), { host: '0:0:0:0:0:0:0:1', port: v6, socket: 'systemd' })
@@ -157,29 +153,23 @@ t.test('a passed socket on HOST\'s port but another address exits 2; the same ad
 t.test('a host name in HOST: a passed socket on any of its addresses is served; elsewhere the error line gives ListenStream= those addresses', activation, async (t) => {
   const addresses = (await lookup('localhost', { all: true })).map((a) => a.address)
   const [port, other] = [await freePort(), await freePort()]
-  const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: 'localhost', PORT: String(other) } })
-  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { HOST: 'localhost', PORT: String(other) } }))
   await listening(port)
   knock(port)
   const numeric = literal(addresses.map((a) => listenStream(a, other)).join(' or '))
   await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on HOST and PORT \\(localhost:${other}\\); expected a \\.socket unit whose ListenStream= is ${numeric}\\n$`), 'numeric addresses, as ListenStream= takes')
   // The resolver's last address, not only its first (where localhost is 127.0.0.1 and ::1 both).
   const last = addresses.at(-1)!
-  const served = startPlatform({ socket: { address: listenStream(last, other) }, env: { HOST: 'localhost', PORT: String(other) } })
-  served.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const served = killedAtEnd(t, startPlatform({ socket: { address: listenStream(last, other) }, env: { HOST: 'localhost', PORT: String(other) } }))
   knock(other, last)
   t.match((await served).logs.find((l) => l.event === 'platform.listening'), { host: 'localhost', port: other, socket: 'systemd' }, `a socket on ${last}`)
   // A name the resolver does not know: the line a start without a passed socket gives it (which
   // names HOST), not a stack trace, nor a ListenStream= of a name, which systemd does not take.
   const unknown = 'playfield-no-such-host.invalid'
   const third = await freePort()
-  const bound = await startPlatform({ env: { HOST: unknown, PORT: String(third) } }).then(
-    async (p) => (await p.stop('SIGKILL'), 'started'),
-    (err: Error) => err.message.split('before ready: ')[1],
-  )
+  const bound = (await startRefused({ env: { HOST: unknown, PORT: String(third) } })).message.split('before ready: ')[1]
   t.match(bound, new RegExp(`^config: HOST: "${literal(unknown)}" cannot be listened on \\(E[A-Z_]+\\); expected an address of this machine`), 'bound: the HOST line')
-  const unresolved = startPlatform({ socket: { address: `127.0.0.1:${third}` }, env: { HOST: unknown, PORT: String(third) } })
-  unresolved.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const unresolved = killedAtEnd(t, startPlatform({ socket: { address: `127.0.0.1:${third}` }, env: { HOST: unknown, PORT: String(third) } }))
   await listening(third)
   knock(third)
   const passed = await unresolved.then(
@@ -192,8 +182,7 @@ t.test('a host name in HOST: a passed socket on any of its addresses is served; 
 
 t.test('with PORT=0 the platform serves on the passed socket\'s port, and logs that port', activation, async (t) => {
   const port = await freePort()
-  const starting = startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { PORT: '0' } })
-  starting.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, startPlatform({ socket: { address: `127.0.0.1:${port}` }, env: { PORT: '0' } }))
   await listening(port)
   knock(port)
   const platform = await starting
@@ -217,8 +206,7 @@ t.test('LISTEN_FDS other than one socket is refused; variables meant for another
   t.equal((await request('GET', `${none.url}/api/games`)).status, 200)
   // Descriptor 3 that is no socket (a file): one config line, exit 2, not a stack trace.
   const file = ['/bin/sh', '-c', 'exec 3</dev/null; LISTEN_PID=$$; LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec "$@"', 'sh', process.execPath, PLATFORM_JS]
-  const onFile = startPlatform({ command: file })
-  onFile.then((p) => t.teardown(() => p.stop('SIGKILL')), () => undefined)
+  const onFile = killedAtEnd(t, startPlatform({ command: file }))
   await t.rejects(onFile, /process exited \(2\) before ready: config: LISTEN_FDS: the descriptor systemd passed cannot be listened on \(E[A-Z]+\); expected the stream socket of a \.socket unit's ListenStream=\n$/)
 })
 
@@ -238,8 +226,7 @@ function unitBridge(port: number, terminalPort: number): Promise<RunningProcess>
 t.test('the bridge serves on the socket passed to it, and no shell holds that socket', activation, async (t) => {
   ensureShellUser()
   const port = await freePort()
-  const starting = unitBridge(port, port)
-  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, unitBridge(port, port))
   await listening(port)
   // A connection starts the bridge. Not a terminal's: the bridge refuses a ticket older than
   // itself (spent tickets are remembered in memory only), so a page's upgrade queued during a
@@ -288,8 +275,7 @@ t.test('a root bridge takes no connection before it is the shell account, with a
   const hook = path.join(tempDir('playfield-socket-'), 'connections.mjs')
   writeFileSync(hook, CONNECTIONS_HOOK)
   const port = await freePort()
-  const starting = startBridge({ NODE_OPTIONS: `--max-semi-space-size=2 --import ${hook}`, TERMINAL_HOST: 'localhost', TERMINAL_PORT: String(port) }, [], { address: `127.0.0.1:${port}` })
-  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, startBridge({ NODE_OPTIONS: `--max-semi-space-size=2 --import ${hook}`, TERMINAL_HOST: 'localhost', TERMINAL_PORT: String(port) }, [], { address: `127.0.0.1:${port}` }))
   await listening(port)
   // Three connections wait in the queue before the bridge starts (the first one starts it).
   for (let i = 0; i < 3; i++) knock(port)
@@ -304,8 +290,7 @@ t.test('a root bridge takes no connection before it is the shell account, with a
 t.test('a bridge passed a socket other than TERMINAL_HOST:TERMINAL_PORT exits 2 naming the mismatch', activation, async (t) => {
   ensureShellUser()
   const [port, other] = [await freePort(), await freePort()]
-  const starting = unitBridge(port, other)
-  starting.then((bridge) => t.teardown(() => bridge.stop('SIGKILL')), () => undefined)
+  const starting = killedAtEnd(t, unitBridge(port, other))
   await listening(port)
   knock(port)
   await t.rejects(starting, new RegExp(`\\nconfig: LISTEN_FDS: the socket systemd passed listens on 127\\.0\\.0\\.1:${port}, not on TERMINAL_HOST and TERMINAL_PORT \\(127\\.0\\.0\\.1:${other}\\); expected a \\.socket unit whose ListenStream= is 127\\.0\\.0\\.1:${other}\\n$`))

@@ -5,7 +5,7 @@ import https from 'node:https'
 import http from 'node:http'
 import net from 'node:net'
 import path from 'node:path'
-import { ROOT, tempDir } from './platform.js'
+import { literal, ROOT, tempDir } from './platform.js'
 
 /** The shipped nginx site (systemd/nginx.conf). */
 export const SITE_CONF = path.join(ROOT, 'systemd/nginx.conf')
@@ -58,7 +58,7 @@ const LONG_HOST = `${'p'.repeat(40)}.games.example-company.com`
 export function siteConfig(ports: SitePorts, files: { cert: string; key: string; logDir: string }): string {
   let text = readFileSync(SITE_CONF, 'utf8')
   const swap = (from: string | RegExp, to: string, count: number): void => {
-    const re = typeof from === 'string' ? new RegExp(from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g') : from
+    const re = typeof from === 'string' ? new RegExp(literal(from), 'g') : from
     const found = text.match(re)?.length ?? 0
     if (found !== count) throw new Error(`systemd/nginx.conf: expected ${count} × ${String(from)}, found ${found}`)
     text = text.replace(re, to)

@@ -202,6 +202,27 @@ function socketActivation({ address, starts = 1 }: { address: string; starts?: n
   return [...activate, '/bin/sh', '-c', each, 'sh']
 }
 
+/**
+ * The error of a start that must fail (`process exited (N) before ready: …`), or Error('started')
+ * once a start that did not fail has been killed: a regression then fails its test rather than
+ * leaving a server running.
+ */
+export function startRefused(options: StartOptions = {}): Promise<Error> {
+  return startPlatform(options).then(async (started) => (await started.stop('SIGKILL'), new Error('started')), (err: Error) => err)
+}
+
+/**
+ * `starting` (a start that should fail, awaited later: a test knocks on its socket meanwhile), with
+ * a teardown on `t` that kills the process should it start after all, so the file fails, not hangs.
+ */
+export function killedAtEnd(t: { teardown(fn: () => unknown): void }, starting: Promise<RunningProcess>): Promise<RunningProcess> {
+  starting.then((started) => t.teardown(() => started.stop('SIGKILL')), () => undefined)
+  return starting
+}
+
+/** `text` as a regular expression matches it, every special character escaped. */
+export const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
 /** The backend environment of each DATA_DIR under TEST_BACKEND=nakama, and the latest one. */
 const nakamaByDataDir = new Map<string, Promise<Record<string, string>>>()
 let lastBackendEnv: Record<string, string> = {}

@@ -1,0 +1,142 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/**
+ * This machine's own operating system booted in a systemd-nspawn container, systemd as its PID 1,
+ * over a throwaway overlay of `/` (writes land in a tmpfs and vanish with it), with a network of
+ * its own (loopback only) and `checkout` mounted read-only at `/opt/playfield`. What the units do
+ * under a real systemd (sandboxing, socket activation, restarts, stops) can be seen there, where
+ * test/systemd.test.ts can only imitate it.
+ */
+export interface Container {
+  /** Run `script` with bash inside, as root, with a clean environment; never throws. */
+  sh(script: string): { status: number | null; stdout: string; stderr: string }
+  /** A port on this machine's 127.0.0.1 that reaches `port` on the container's loopback. */
+  forward(port: number): Promise<number>
+  /** Shut the container down and remove its overlay. */
+  stop(): Promise<void>
+  /** What systemd-nspawn printed (the boot's console). */
+  console(): string
+}
+
+/** Why a container cannot be booted here, or null when it can be tried. */
+export function containerUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root (systemd-nspawn, overlay mounts)'
+  if (spawnSync('systemd-nspawn', ['--version']).status !== 0) return 'needs systemd-nspawn (Debian package systemd-container)'
+  if (spawnSync('test', ['-x', '/lib/systemd/systemd']).status !== 0) return 'needs systemd (Debian package systemd)'
+  return null
+}
+
+const CLEAN_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', LANG: 'C.UTF-8' }
+
+export async function bootContainer(checkout: string): Promise<Container> {
+  // Under /run, a tmpfs of its own: the overlay's upper layer must not lie inside its lower one, `/`.
+  mkdirSync('/run/playfield-tests', { recursive: true })
+  const dir = mkdtempSync('/run/playfield-tests/container-')
+  const mounts: string[] = []
+  const mount = (...args: string[]): void => {
+    const run = spawnSync('mount', args, { encoding: 'utf8' })
+    if (run.status !== 0) throw new Error(`mount ${args.join(' ')}: ${run.stderr}`)
+    mounts.unshift(args[args.length - 1]!)
+  }
+  mount('-t', 'tmpfs', '-o', 'size=2g,mode=0755', 'tmpfs', dir)
+  for (const sub of ['upper', 'work', 'root']) mkdirSync(path.join(dir, sub))
+  const root = path.join(dir, 'root')
+  mount('-t', 'overlay', 'overlay', '-o', `lowerdir=/,upperdir=${dir}/upper,workdir=${dir}/work`, root)
+  const name = `pf${process.pid}`
+  let output = ''
+  // No machined to register with and no systemd on the host to make a scope: --register=no, --keep-unit.
+  const nspawn: ChildProcess = spawn('systemd-nspawn', [
+    '--quiet', '-D', root, '-M', name, '--register=no', '--keep-unit', '--link-journal=no', '--private-network',
+    `--bind-ro=${checkout}:/opt/playfield`, '--boot',
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: CLEAN_ENV })
+  nspawn.stdout!.on('data', (d: Buffer) => { output += d.toString() })
+  nspawn.stderr!.on('data', (d: Buffer) => { output += d.toString() })
+  const exited = new Promise<void>((resolve) => nspawn.once('exit', () => resolve()))
+  const relays: ChildProcess[] = []
+  const servers: net.Server[] = []
+
+  const leader = (): number => {
+    const run = spawnSync('pgrep', ['-P', String(nspawn.pid), '-x', 'systemd'], { encoding: 'utf8' })
+    return Number(run.stdout.trim().split('\n')[0])
+  }
+  const enter = (pid: number, args: string[]): string[] => ['-t', String(pid), '-m', '-u', '-i', '-n', '-p', '-C', '--', ...args]
+  const sh: Container['sh'] = (script) => {
+    // env -i inside as well: tap gives the processes it spawns variables of its own, whatever env they are given.
+    const clean = Object.entries(CLEAN_ENV).map(([name, value]) => `${name}=${value}`)
+    const run = spawnSync('nsenter', enter(leader(), ['env', '-i', ...clean, 'bash', '-c', script]), { encoding: 'utf8', env: CLEAN_ENV, timeout: 60_000 })
+    return { status: run.status, stdout: run.stdout, stderr: run.stderr }
+  }
+
+  const stop = async (): Promise<void> => {
+    for (const relay of relays) relay.kill('SIGKILL')
+    for (const server of servers) server.close()
+    if (nspawn.exitCode === null && nspawn.signalCode === null) {
+      nspawn.kill('SIGTERM') // systemd-nspawn asks the container's systemd to power off
+      await Promise.race([exited, sleep(30_000)])
+      if (nspawn.exitCode === null && nspawn.signalCode === null) {
+        nspawn.kill('SIGKILL')
+        await exited
+      }
+    }
+    for (const target of mounts) spawnSync('umount', ['-l', target])
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  try {
+    // Booted: systemd answers and has finished starting up (running, or degraded if some unit of
+    // this machine's own failed, which is not ours to judge).
+    const deadline = Date.now() + 60_000
+    for (;;) {
+      if (nspawn.exitCode !== null || nspawn.signalCode !== null) throw new Error(`systemd-nspawn exited:\n${output}`)
+      if (leader() > 0) {
+        const state = sh('systemctl is-system-running').stdout.trim()
+        if (state === 'running' || state === 'degraded') break
+      }
+      if (Date.now() > deadline) throw new Error(`the container did not finish booting in 60 s:\n${output}`)
+      await sleep(200)
+    }
+  } catch (error) {
+    await stop()
+    throw error
+  }
+
+  const forward: Container['forward'] = async (port) => {
+    // A Unix socket crosses network namespaces: a relay in the container's network (and nothing
+    // else of it) listens on one, and a server here on 127.0.0.1 pipes each connection to it.
+    const socketPath = path.join(dir, `port-${port}.sock`)
+    const relay = spawn('nsenter', ['-t', String(leader()), '-n', '--', process.execPath, '-e', `
+      const net = require('node:net')
+      net.createServer((c) => { const u = net.connect(${port}, '127.0.0.1'); c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()) })
+        .listen(${JSON.stringify(socketPath)}, () => console.log('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'], env: CLEAN_ENV })
+    relays.push(relay)
+    await new Promise<void>((resolve, reject) => {
+      relay.stdout!.once('data', () => resolve())
+      relay.once('exit', (code) => reject(new Error(`the relay to port ${port} exited ${code}`)))
+    })
+    const server = net.createServer((c) => {
+      const u = net.connect(socketPath)
+      c.pipe(u).pipe(c)
+      c.on('error', () => u.destroy())
+      u.on('error', () => c.destroy())
+    })
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+    return (server.address() as net.AddressInfo).port
+  }
+
+  return { sh, forward, stop, console: () => output }
+}
+
+/** The first ```sh block of the README after `marker` (a step's bold heading, say). */
+export function readmeBlock(readme: string, marker: string): string {
+  const at = readme.indexOf(marker)
+  if (at < 0) throw new Error(`README: no ${JSON.stringify(marker)}`)
+  const start = readme.indexOf('```sh\n', at)
+  return readme.slice(start + 6, readme.indexOf('\n```', start))
+}
+
+export const readReadme = (root: string): string => readFileSync(path.join(root, 'README.md'), 'utf8')

@@ -1,0 +1,181 @@
+import t, { type Test } from 'tap'
+import { ROOT, Client } from './helpers/platform.js'
+import { request } from './helpers/nginx.js'
+import { connect, until, type TermClient } from './helpers/terminal.js'
+import { bootContainer, containerUnavailable, readReadme, readmeBlock, type Container } from './helpers/container.js'
+
+// Deploy, as the README writes it, on a machine whose PID 1 is systemd: this machine's own system
+// booted in a container (test/helpers/container.ts), the checkout at /opt/playfield. systemd.test
+// and socket-activation imitate what the units do; here systemd itself applies them: the sandbox,
+// the accounts, socket activation, Restart=, ExecReload=, the stop. The README's blocks for steps
+// 2, 4 and 5 and its `users` command run as written; step 3's clone and npm ci are the mount.
+const unavailable = containerUnavailable()
+const README = readReadme(ROOT)
+const SITE_ORIGIN = 'https://play.example.com' // Deploy step 4's PLATFORM_ORIGINS
+const SHELL_HOME = '/var/lib/playfield-shell'
+
+let box: Container
+let api = ''
+let bridgePort = 0
+
+t.before(async () => {
+  if (unavailable) return
+  box = await bootContainer(ROOT)
+})
+t.teardown(() => box?.stop())
+
+/** Run a script in the container; its stdout, or a failed assertion with everything it printed. */
+function inside(t: Test, script: string, what = script.split('\n')[0]!): string {
+  const run = box.sh(script)
+  t.equal(run.status, 0, `${what}: exit 0`, { stdout: run.stdout.slice(-2000), stderr: run.stderr.slice(-2000) })
+  return run.stdout
+}
+const show = (unit: string, property: string): string => box.sh(`systemctl show -p ${property} --value ${unit}`).stdout.trim()
+const journal = (unit: string): Array<Record<string, unknown>> => box.sh(`journalctl -u ${unit} -o cat --no-pager`).stdout
+  .split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+
+async function signedIn(name: string): Promise<Client> {
+  const client = new Client(api, SITE_ORIGIN)
+  const res = await client.post('/api/auth/register', { username: name, password: 'correct horse battery' })
+  if (res.status !== 200) throw new Error(`register ${name}: ${res.status} ${await res.text()}`)
+  return client
+}
+
+/** The README's `users` command for a deployed server, with `verb`, `name` and `role` in place of its example. */
+function users(t: Test, verb: string, name: string): string {
+  const block = readmeBlock(README, 'On a server installed as in [Deploy](#deploy), run it as the service account')
+  t.match(block, / users grant alice developer\)$/, 'the README\'s command grants alice')
+  return inside(t, block.replace(/ users grant alice developer\)$/, ` users ${verb} ${name} developer)`), `users ${verb} ${name}`)
+}
+
+async function terminal(client: Client): Promise<{ term: TermClient; pid: number }> {
+  const res = await client.post('/dev/terminal/ticket')
+  const body = (await res.json()) as { ticket?: string }
+  if (res.status !== 200 || !body.ticket) throw new Error(`ticket: ${res.status} ${JSON.stringify(body)}`)
+  const term = await connect(bridgePort, { ticket: body.ticket, origin: SITE_ORIGIN })
+  term.send({ type: 'create', cols: 100, rows: 30 })
+  return { term, pid: (await term.frame('created')).pid as number }
+}
+
+t.test('Deploy steps 2 to 5, as written, leave both services running under systemd', { skip: unavailable ?? false }, async (t) => {
+  // A fresh server has neither account (this machine may have playfield-shell, for the other tests).
+  box.sh('userdel playfield-shell; userdel playfield; rm -rf /var/lib/playfield-shell; true')
+  inside(t, `set -e\n${readmeBlock(README, '**2. Accounts.**')}`, 'step 2')
+  const step3 = readmeBlock(README, '**3. Code and directories.**').split('\n').filter((line) => line.startsWith('install '))
+  t.same(step3, ['install -d -m 0750 /etc/playfield'], 'step 3 makes /etc/playfield')
+  inside(t, step3.join('\n'), 'step 3')
+  inside(t, `set -e\n${readmeBlock(README, '**4. Environment files.**')}`, 'step 4')
+  const step5 = inside(t, `set -e\n${readmeBlock(README, '**5. Units.**')}`, 'step 5')
+  t.match(step5, /\{"success":true,"games":\[/, 'the catalogue answers on 127.0.0.1:3000')
+  t.match(step5, /\{"status":"ok","connections":0,"max":4,"uptime":\d+\}/, 'the bridge\'s health on 127.0.0.1:7681, TERMINAL_MAX_CONN from terminal.env')
+  // The ratings the README gives, now from the running units.
+  t.match(step5, /\nplayfield\.service\s+0\.9 /, 'systemd-analyze security rates the platform 0.9')
+  t.match(step5, /\nplayfield-terminal\.service\s+2\.5 /, 'and the terminal 2.5')
+  for (const unit of ['playfield.socket', 'playfield-terminal.socket', 'playfield.service', 'playfield-terminal.service']) {
+    t.equal(show(unit, 'ActiveState'), 'active', `${unit} is active`)
+  }
+  t.match(journal('playfield'), [{ event: 'platform.listening', socket: 'systemd', backend: 'embedded' }])
+  t.match(journal('playfield-terminal'), [{ event: 'bridge.listening', socket: 'systemd', shellUser: 'playfield-shell' }])
+  api = `http://127.0.0.1:${await box.forward(3000)}`
+  bridgePort = await box.forward(7681)
+})
+
+t.test('the platform runs sandboxed as playfield, its data private in the state directory', { skip: unavailable ?? false }, async (t) => {
+  const pid = show('playfield', 'MainPID')
+  const status = inside(t, `cat /proc/${pid}/status`)
+  const uid = inside(t, 'id -u playfield').trim()
+  t.match(status, new RegExp(`\\nUid:\\s+${uid}\\s+${uid}\\s+${uid}\\s`), 'runs as the playfield account')
+  t.match(status, /\nCapPrm:\s+0+\nCapEff:\s+0+\n/, 'with no capability')
+  t.match(status, /\nNoNewPrivs:\s+1\n/, 'no new privileges')
+  t.match(status, /\nSeccomp:\s+2\n/, 'a system call filter')
+  const client = await signedIn('erin')
+  t.equal((await client.get('/api/auth/session')).status, 200, 'an account is made and signed in: the database is writable')
+  t.equal(inside(t, 'stat -c "%U %a" /var/lib/playfield').trim(), 'playfield 700', 'DATA_DIR is the account\'s, 0700')
+  t.match(inside(t, 'ls /var/lib/playfield'), /playfield\.sqlite/, 'the database lives there')
+  t.equal(inside(t, 'find /var/lib/playfield -perm /077 | wc -l').trim(), '0', 'nothing in it is open to other accounts')
+  // ProtectSystem=strict: the checkout is read-only to the service, whatever its modes.
+  t.equal(inside(t, `nsenter -t ${pid} -m -- sh -c 'touch /opt/playfield/x 2>&1 || true'`).includes('Read-only file system'), true, '/opt/playfield is read-only to it')
+})
+
+t.test('a developer\'s terminal: the shell account, its home, a clean environment, no way to the bridge\'s secret', { skip: unavailable ?? false }, async (t) => {
+  const client = await signedIn('dana')
+  t.equal((await client.post('/dev/terminal/ticket')).status, 403, 'no ticket before the grant')
+  t.match(users(t, 'grant', 'dana'), /granted developer to dana/)
+  const { term, pid } = await terminal(client)
+  t.teardown(() => term.ws.terminate())
+  t.equal((await term.run('id -un')).trim(), 'playfield-shell', 'the shell runs as the shell account')
+  t.equal((await term.run('pwd')).trim(), SHELL_HOME, 'in its home')
+  t.equal((await term.run('stty size')).trim(), '30 100', 'at the size of create')
+  t.equal((await term.run('touch ~/.written && echo ok')).trim(), 'ok', 'the home is writable')
+  t.match(await term.run('touch /opt/playfield/x'), /Read-only file system/, 'the checkout is not')
+  t.match(await term.run('ls -A /home'), /^(ls: cannot open directory '\/home': Permission denied\r?\n)?$/, 'no home in /home is seen (ProtectHome=yes)')
+  const names = (await term.run('env | cut -d= -f1 | sort | tr "\\n" " "')).trim().split(' ')
+  t.same(names.filter((name) => !['HOME', 'LANG', 'LOGNAME', 'OLDPWD', 'PATH', 'PWD', 'SHELL', 'SHLVL', 'TERM', 'USER', '_'].includes(name)), [], 'the environment holds only the clean set')
+  t.equal((await term.run('ls /proc/self/fd | tr "\\n" " "')).trim(), '0 1 2 3', 'no descriptor of the bridge (3 is ls\'s own directory)')
+  // The bridge became this account after reading its settings: not dumpable, so its environment
+  // (the ticket secret) is out of the shell's reach though the uid is the same. Under the unit
+  // (ProtectProc=invisible) the shell does not even see it in /proc.
+  const bridge = show('playfield-terminal', 'MainPID')
+  t.equal((await term.run('echo $PPID')).trim(), bridge, 'the shell\'s parent is the bridge')
+  t.equal(await term.run('cat /proc/$PPID/environ'), `cat: /proc/${bridge}/environ: No such file or directory\r\n`, 'whose environment the shell cannot read')
+  t.equal(inside(t, `ps -o user= -p ${bridge}`).trim(), 'playfield-shell', 'the bridge runs as the shell account')
+  t.match(await term.run('cat /proc/self/cgroup'), new RegExp(`0::/system\\.slice/playfield-terminal\\.service/playfield-terminal\\.${bridge}/t\\d+\\r?\\n`), 'but in a cgroup of its terminal, in the unit\'s delegated tree')
+
+  // Closing the socket ends the shell's jobs, the ones that left its session and ignore SIGHUP too.
+  await term.run(`nohup sleep 1041 >/dev/null 2>&1 & setsid -f sh -c 'trap "" HUP; exec sleep 1042' </dev/null >/dev/null 2>&1; sleep 0.2`)
+  t.equal(inside(t, 'pgrep -c -x -f "sleep 104[12]"').trim(), '2', 'two jobs running')
+  term.ws.close()
+  await until(() => box.sh('pgrep -x -f "sleep 104[12]"').status === 1, 10_000, 'the jobs to end')
+  t.equal(box.sh(`kill -0 ${pid}`).status, 1, 'the shell is gone')
+  t.match(journal('playfield-terminal').filter((l) => l.event === 'terminal.session'), [{ user: 'dana', pid }], 'the connection\'s log line names the user')
+})
+
+t.test('users revoke closes the developer\'s open terminal at once', { skip: unavailable ?? false }, async (t) => {
+  const client = await signedIn('frank')
+  users(t, 'grant', 'frank')
+  const { term } = await terminal(client)
+  t.teardown(() => term.ws.terminate())
+  t.match(users(t, 'revoke', 'frank'), /revoked developer from frank/)
+  t.equal((await term.whenClosed(10_000)).code, 1008, 'closed as a policy violation')
+  t.equal((await client.post('/dev/terminal/ticket')).status, 403, 'and no new ticket')
+})
+
+t.test('systemctl stop of the bridge: 1001 to clients, shells ended, the socket keeps the port and starts it again', { skip: unavailable ?? false }, async (t) => {
+  const client = await signedIn('gwen')
+  users(t, 'grant', 'gwen')
+  const { term, pid } = await terminal(client)
+  t.teardown(() => term.ws.terminate())
+  const first = show('playfield-terminal', 'MainPID')
+  const began = Date.now()
+  inside(t, 'systemctl stop playfield-terminal.service')
+  t.ok(Date.now() - began < 10_000, 'stopped within TimeoutStopSec')
+  t.equal((await term.whenClosed(5_000)).code, 1001, 'the client is told the bridge is going away')
+  t.equal(show('playfield-terminal', 'Result'), 'success', 'the stop succeeded, nothing left for systemd to kill')
+  t.equal(show('playfield-terminal', 'ExecMainStatus'), '0', 'the bridge exited 0')
+  t.equal(box.sh(`kill -0 ${pid}`).status, 1, 'the shell is gone')
+  t.equal(box.sh('pgrep -u playfield-shell').status, 1, 'no process of the shell account is left')
+  t.equal(show('playfield-terminal.socket', 'ActiveState'), 'active', 'the socket still listens')
+  const health = await request('GET', `http://127.0.0.1:${bridgePort}/`)
+  t.equal(health.status, 200, 'a connection to the socket starts the bridge again')
+  t.match(JSON.parse(health.body.toString()), { status: 'ok', connections: 0, max: 4 })
+  t.not(show('playfield-terminal', 'MainPID'), first, 'a new bridge')
+})
+
+t.test('the platform: ExecReload reloads the catalogue, a crash is restarted with no request lost, the stop is clean', { skip: unavailable ?? false }, async (t) => {
+  inside(t, 'systemctl reload playfield')
+  await until(() => journal('playfield').some((l) => l.event === 'catalogue.reloaded'), 10_000, 'the reload line')
+  t.pass('systemctl reload reloads the catalogue')
+  const first = show('playfield', 'MainPID')
+  inside(t, `kill -9 ${first}`)
+  // Sent while no platform runs: it waits in the socket's queue for the next one (RestartSec=2s).
+  const during = await request('GET', `${api}/api/games`)
+  t.equal(during.status, 200, 'a request sent during the restart is answered')
+  t.not(show('playfield', 'MainPID'), first, 'by a new platform')
+  t.equal(show('playfield', 'NRestarts'), '1', 'restarted once by Restart=always')
+  const client = await signedIn('hana')
+  t.equal((await client.get('/api/auth/session')).status, 200, 'accounts survive the crash')
+  inside(t, 'systemctl stop playfield.socket playfield.service')
+  t.equal(show('playfield', 'Result'), 'success', 'the stop succeeded')
+  t.equal(show('playfield', 'ExecMainStatus'), '0', 'the platform exited 0')
+  t.equal(journal('playfield').filter((l) => l.event === 'platform.stopping').length, 1, 'with its stopping line')
+})

@@ -140,6 +140,24 @@ t.test('users revoke closes the developer\'s open terminal at once', { skip: una
   t.equal((await client.post('/dev/terminal/ticket')).status, 403, 'and no new ticket')
 })
 
+t.test('the README\'s nftables rule keeps shells off 127.0.0.2, the address the platform trusts, and nothing else', { skip: unavailable ?? false }, async (t) => {
+  const rule = readmeBlock(README, 'forbid the shell account to open')
+  t.match(rule, /^nft add table inet playfield\n/)
+  inside(t, `set -e\n${rule}`, 'the nft commands')
+  t.teardown(() => box.sh('nft delete table inet playfield'))
+  const client = await signedIn('ivan')
+  users(t, 'grant', 'ivan')
+  const { term } = await terminal(client)
+  t.teardown(() => term.ws.terminate())
+  const get = (from: string, url = 'http://127.0.0.1:3000/api/games'): string => `curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface ${from} ${url}; echo " exit $?"`
+  t.equal((await term.run(get('127.0.0.2'))).trim(), '000 exit 7', 'the shell account\'s connection from 127.0.0.2 is refused')
+  t.equal((await term.run(get('127.0.0.1'))).trim(), '200 exit 0', 'its connection from 127.0.0.1 is answered')
+  t.equal(inside(t, get('127.0.0.2')).trim(), '200 exit 0', 'root\'s from 127.0.0.2 is answered')
+  // A server of the shell account's at 127.0.0.2: its replies are not new connections.
+  await term.run('python3 -m http.server 8123 --bind 127.0.0.2 >/dev/null 2>&1 & sleep 1')
+  t.equal(inside(t, get('127.0.0.1', 'http://127.0.0.2:8123/')).trim(), '200 exit 0', 'root reaches a server of the shell account\'s there')
+})
+
 t.test('systemctl stop of the bridge: 1001 to clients, shells ended, the socket keeps the port and starts it again', { skip: unavailable ?? false }, async (t) => {
   const client = await signedIn('gwen')
   users(t, 'grant', 'gwen')

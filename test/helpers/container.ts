@@ -131,12 +131,14 @@ export async function bootContainer(checkout: string): Promise<Container> {
   return { sh, forward, stop, console: () => output }
 }
 
-/** The first ```sh block of the README after `marker` (a step's bold heading, say). */
+/** The first ```sh block of the README after `marker` (a step's bold heading, say), without the indentation of a list item's block. */
 export function readmeBlock(readme: string, marker: string): string {
   const at = readme.indexOf(marker)
   if (at < 0) throw new Error(`README: no ${JSON.stringify(marker)}`)
-  const start = readme.indexOf('```sh\n', at)
-  return readme.slice(start + 6, readme.indexOf('\n```', start))
+  const fence = /^( *)```sh\n([^]*?)\n\1```$/m.exec(readme.slice(at))
+  if (!fence) throw new Error(`README: no sh block after ${JSON.stringify(marker)}`)
+  const indent = fence[1]!
+  return fence[2]!.split('\n').map((line) => line.startsWith(indent) ? line.slice(indent.length) : line).join('\n')
 }
 
 export const readReadme = (root: string): string => readFileSync(path.join(root, 'README.md'), 'utf8')

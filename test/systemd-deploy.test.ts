@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
-import { ROOT, Client } from './helpers/platform.js'
-import { request } from './helpers/nginx.js'
-import { connect, until, type TermClient } from './helpers/terminal.js'
+import { ROOT } from './helpers/platform.js'
+import { request, type Answer } from './helpers/nginx.js'
+import { WebSocket } from 'ws'
+import { TermClient, connect, until } from './helpers/terminal.js'
 import { bootContainer, containerUnavailable, readReadme, readmeBlock, type Container } from './helpers/container.js'
 
 // Deploy, as the README writes it, on a machine whose PID 1 is systemd: this machine's own system
@@ -34,11 +35,25 @@ const show = (unit: string, property: string): string => box.sh(`systemctl show 
 const journal = (unit: string): Array<Record<string, unknown>> => box.sh(`journalctl -u ${unit} -o cat --no-pager`).stdout
   .split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
 
-async function signedIn(name: string): Promise<Client> {
-  const client = new Client(api, SITE_ORIGIN)
-  const res = await client.post('/api/auth/register', { username: name, password: 'correct horse battery' })
-  if (res.status !== 200) throw new Error(`register ${name}: ${res.status} ${await res.text()}`)
-  return client
+/**
+ * A signed-in account's requests, each on a connection of its own: through the two relays of a
+ * forwarded port, a server's close of an idle keep-alive connection reaches a client late, and
+ * fetch sent requests on connections the platform had already closed ("other side closed").
+ */
+class Account {
+  constructor(readonly cookie: string) {}
+  get(path: string): Promise<Answer> {
+    return request('GET', api + path, { headers: { origin: SITE_ORIGIN, cookie: this.cookie } })
+  }
+  post(path: string): Promise<Answer> {
+    return request('POST', api + path, { headers: { origin: SITE_ORIGIN, cookie: this.cookie } })
+  }
+}
+
+async function signedIn(name: string): Promise<Account> {
+  const res = await request('POST', `${api}/api/auth/register`, { headers: { origin: SITE_ORIGIN }, body: { username: name, password: 'correct horse battery' } })
+  if (res.status !== 200) throw new Error(`register ${name}: ${res.status} ${res.body}`)
+  return new Account(res.headers['set-cookie']![0]!.split(';')[0]!)
 }
 
 /** The README's `users` command for a deployed server, with `verb`, `name` and `role` in place of its example. */
@@ -48,9 +63,9 @@ function users(t: Test, verb: string, name: string): string {
   return inside(t, block.replace(/ users grant alice developer\)$/, ` users ${verb} ${name} developer)`), `users ${verb} ${name}`)
 }
 
-async function terminal(client: Client): Promise<{ term: TermClient; pid: number }> {
+async function terminal(client: Account): Promise<{ term: TermClient; pid: number }> {
   const res = await client.post('/dev/terminal/ticket')
-  const body = (await res.json()) as { ticket?: string }
+  const body = JSON.parse(res.body) as { ticket?: string }
   if (res.status !== 200 || !body.ticket) throw new Error(`ticket: ${res.status} ${JSON.stringify(body)}`)
   const term = await connect(bridgePort, { ticket: body.ticket, origin: SITE_ORIGIN })
   term.send({ type: 'create', cols: 100, rows: 30 })
@@ -196,4 +211,67 @@ t.test('the platform: ExecReload reloads the catalogue, a crash is restarted wit
   t.equal(show('playfield', 'Result'), 'success', 'the stop succeeded')
   t.equal(show('playfield', 'ExecMainStatus'), '0', 'the platform exited 0')
   t.equal(journal('playfield').filter((l) => l.event === 'platform.stopping').length, 1, 'with its stopping line')
+})
+
+t.test('Deploy step 6 with a certificate of one\'s own: nginx in front, over https, the terminal through /terminal-ws/', { skip: unavailable ?? false }, async (t) => {
+  const live = '/etc/letsencrypt/live/play.example.com'
+  inside(t, `set -e; mkdir -p ${live}; cd ${live}
+    openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=play.example.com -addext subjectAltName=DNS:play.example.com -days 2 -keyout privkey.pem -out fullchain.pem 2>/dev/null
+    chmod 0600 privkey.pem
+    systemctl is-active --quiet nginx || systemctl start nginx  # step 1's apt-get starts it`, 'a certificate at the site\'s paths')
+  const ca = Buffer.from(inside(t, `cat ${live}/fullchain.pem`))
+  // The step as written, but for certbot, which needs the Internet.
+  const lines = readmeBlock(README, '**6. nginx and certificates.**').replaceAll('\\\n', ' ').split('\n')
+  t.equal(lines.filter((line) => line.startsWith('certbot ')).length, 2, 'the step\'s two certbot commands are left out')
+  inside(t, `set -e\n${lines.filter((line) => !line.startsWith('certbot ')).join('\n')}`, 'step 6')
+  t.equal(inside(t, 'stat -c "%U:%G %a" /var/log/nginx/playfield.access.log /var/log/nginx/playfield.error.log'), 'www-data:adm 640\nwww-data:adm 640\n', 'the site\'s logs are not open to other accounts')
+
+  // Through nginx from 127.0.0.9: the platform believes nginx (it connects from 127.0.0.2, TRUST_PROXY) about the client.
+  const https = `https://127.0.0.1:${await box.forward(443, '127.0.0.9')}`
+  const site = { ca, servername: 'play.example.com' }
+  const headers = { host: 'play.example.com', origin: SITE_ORIGIN }
+  const redirect = await request('GET', `http://127.0.0.1:${await box.forward(80)}/api/games`, { headers: { host: 'play.example.com' } })
+  t.equal(redirect.status, 301, 'http is redirected')
+  t.equal(redirect.headers.location, 'https://play.example.com/api/games', 'to https')
+
+  // The platform is stopped (the test before): nginx answers for it, in JSON.
+  const down = await request('GET', `${https}/api/games`, { ...site, headers })
+  t.equal(down.status, 503, 'nginx answers while the platform is down')
+  t.same(JSON.parse(down.body), { error: 'the platform is not answering; try again shortly', code: 'BACKEND_UNAVAILABLE' }, 'the contract\'s error body')
+  t.match(down.headers['content-type'], /^application\/json/)
+  t.equal(down.headers['retry-after'], '5')
+  inside(t, 'systemctl start playfield.socket')
+
+  const games = await request('GET', `${https}/api/games`, { ...site, headers })
+  t.equal(games.status, 200, 'the catalogue through nginx once the socket is back')
+  t.match(JSON.parse(games.body), { success: true, games: [] })
+  const id = games.headers['x-request-id']
+  t.match(journal('playfield').find((l) => l.event === 'http.request' && l.id === id), { path: '/api/games', status: 200, ip: '127.0.0.9' }, 'the access log names the client nginx saw')
+
+  const register = await request('POST', `${https}/api/auth/register`, { ...site, headers, body: { username: 'jill', password: 'correct horse battery' } })
+  t.equal(register.status, 200)
+  const setCookie = register.headers['set-cookie']![0]!
+  t.match(setCookie, /; HttpOnly/, 'the cookie is HttpOnly')
+  t.match(setCookie, /; Secure/, 'and Secure, the origin being https')
+  users(t, 'grant', 'jill')
+  const cookie = setCookie.split(';')[0]!
+  const minted = await request('POST', `${https}/dev/terminal/ticket`, { ...site, headers: { ...headers, cookie } })
+  t.equal(minted.status, 200, 'a ticket through nginx')
+  const { ticket } = JSON.parse(minted.body) as { ticket: string }
+  const ws = new WebSocket(`wss://127.0.0.1:${https.split(':')[2]}/terminal-ws/ws?ticket=${encodeURIComponent(ticket)}`, { ...site, origin: SITE_ORIGIN, headers: { host: 'play.example.com' } })
+  const term = new TermClient(ws)
+  t.teardown(() => ws.terminate())
+  await term.opened
+  term.send({ type: 'create' })
+  await term.frame('created')
+  t.equal((await term.run('id -un')).trim(), 'playfield-shell', 'a shell through nginx')
+  t.equal((await term.run('stty size')).trim(), '24 80', 'of the default size')
+  // nginx logs an upgraded request when its connection ends.
+  ws.close()
+  await term.whenClosed()
+  const upgraded = /"GET \/terminal-ws\/ws HTTP\/1\.1" 101 /
+  await until(() => upgraded.test(box.sh('cat /var/log/nginx/playfield.access.log').stdout), 5_000, 'the upgrade in the access log')
+  const accessLog = inside(t, 'cat /var/log/nginx/playfield.access.log')
+  t.match(accessLog, upgraded, 'nginx logged the upgrade')
+  t.notOk(accessLog.includes(ticket.slice(0, 40)), 'without its ticket')
 })

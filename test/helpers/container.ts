@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { removeCgroup } from '../../lib/bridge/cgroup.js'
 
 /**
  * This machine's own operating system booted in a systemd-nspawn container, systemd as its PID 1,
@@ -14,8 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 export interface Container {
   /** Run `script` with bash inside, as root, with a clean environment; never throws. */
   sh(script: string): { status: number | null; stdout: string; stderr: string }
-  /** A port on this machine's 127.0.0.1 that reaches `port` on the container's loopback. */
-  forward(port: number): Promise<number>
+  /** A port on this machine's 127.0.0.1 that reaches `port` on the container's loopback, connecting there from `from`. */
+  forward(port: number, from?: string): Promise<number>
   /** Shut the container down and remove its overlay. */
   stop(): Promise<void>
   /** What systemd-nspawn printed (the boot's console). */
@@ -48,11 +49,18 @@ export async function bootContainer(checkout: string): Promise<Container> {
   mount('-t', 'overlay', 'overlay', '-o', `lowerdir=/,upperdir=${dir}/upper,workdir=${dir}/work`, root)
   const name = `pf${process.pid}`
   let output = ''
-  // No machined to register with and no systemd on the host to make a scope: --register=no, --keep-unit.
-  const nspawn: ChildProcess = spawn('systemd-nspawn', [
+  // No machined to register with and no systemd on the host to make a scope (--register=no,
+  // --keep-unit): the container's systemd then manages a `payload` cgroup under systemd-nspawn's
+  // own. So that two containers (two test runs) do not share one, each starts in a cgroup of its
+  // own, in the unified hierarchy and in systemd's named one where the machine has both.
+  const cgroups = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((line) => line.split(' '))
+    .filter(([, , type, options]) => type === 'cgroup2' || (type === 'cgroup' && options!.split(',').includes('name=systemd')))
+    .map(([, mountPoint]) => path.join(mountPoint!, `playfield-container.${process.pid}.${path.basename(dir)}`))
+  for (const cgroup of cgroups) mkdirSync(cgroup)
+  const nspawn: ChildProcess = spawn('sh', ['-c', 'for cgroup in $CGROUPS; do echo $$ >"$cgroup/cgroup.procs"; done; exec systemd-nspawn "$@"', 'sh',
     '--quiet', '-D', root, '-M', name, '--register=no', '--keep-unit', '--link-journal=no', '--private-network',
     `--bind-ro=${checkout}:/opt/playfield`, '--boot',
-  ], { stdio: ['ignore', 'pipe', 'pipe'], env: CLEAN_ENV })
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...CLEAN_ENV, CGROUPS: cgroups.join(' ') } })
   nspawn.stdout!.on('data', (d: Buffer) => { output += d.toString() })
   nspawn.stderr!.on('data', (d: Buffer) => { output += d.toString() })
   const exited = new Promise<void>((resolve) => nspawn.once('exit', () => resolve()))
@@ -84,6 +92,7 @@ export async function bootContainer(checkout: string): Promise<Container> {
     }
     for (const target of mounts) spawnSync('umount', ['-l', target])
     rmSync(dir, { recursive: true, force: true })
+    for (const cgroup of cgroups) removeCgroup(cgroup)
   }
 
   try {
@@ -104,13 +113,13 @@ export async function bootContainer(checkout: string): Promise<Container> {
     throw error
   }
 
-  const forward: Container['forward'] = async (port) => {
+  const forward: Container['forward'] = async (port, from = '127.0.0.1') => {
     // A Unix socket crosses network namespaces: a relay in the container's network (and nothing
     // else of it) listens on one, and a server here on 127.0.0.1 pipes each connection to it.
-    const socketPath = path.join(dir, `port-${port}.sock`)
+    const socketPath = path.join(dir, `port-${port}-${from}.sock`)
     const relay = spawn('nsenter', ['-t', String(leader()), '-n', '--', process.execPath, '-e', `
       const net = require('node:net')
-      net.createServer((c) => { const u = net.connect(${port}, '127.0.0.1'); c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()) })
+      net.createServer((c) => { const u = net.connect({ port: ${port}, host: '127.0.0.1', localAddress: ${JSON.stringify(from)} }); c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()) })
         .listen(${JSON.stringify(socketPath)}, () => console.log('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'], env: CLEAN_ENV })
     relays.push(relay)
     await new Promise<void>((resolve, reject) => {

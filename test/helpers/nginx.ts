@@ -174,6 +174,8 @@ export interface RequestOptions {
   localAddress?: string
   /** CA to trust; plain http when omitted. */
   ca?: Buffer
+  /** The TLS server name to ask for and check the certificate against, when the URL's host is an address. */
+  servername?: string
 }
 
 /** The size of each chunk `request` writes for a chunked body. */
@@ -194,6 +196,7 @@ export function request(method: string, url: string, options: RequestOptions = {
       method,
       headers,
       ca: options.ca,
+      servername: options.servername,
       localAddress: options.localAddress,
       agent: false,
     }, (res) => {

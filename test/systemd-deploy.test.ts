@@ -1,9 +1,11 @@
 import t, { type Test } from 'tap'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import { ROOT } from './helpers/platform.js'
 import { request, type Answer } from './helpers/nginx.js'
 import { WebSocket } from 'ws'
 import { TermClient, connect, until } from './helpers/terminal.js'
-import { bootContainer, containerUnavailable, readReadme, readmeBlock, type Container } from './helpers/container.js'
+import { bootContainer, containerUnavailable, type Container } from './helpers/container.js'
 
 // Deploy, as the README writes it, on a machine whose PID 1 is systemd: this machine's own system
 // booted in a container (test/helpers/container.ts), the checkout at /opt/playfield. systemd.test
@@ -11,9 +13,19 @@ import { bootContainer, containerUnavailable, readReadme, readmeBlock, type Cont
 // the accounts, socket activation, Restart=, ExecReload=, the stop. The README's blocks for steps
 // 2, 4 and 5 and its `users` command run as written; step 3's clone and npm ci are the mount.
 const unavailable = containerUnavailable()
-const README = readReadme(ROOT)
+const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
 const SITE_ORIGIN = 'https://play.example.com' // Deploy step 4's PLATFORM_ORIGINS
 const SHELL_HOME = '/var/lib/playfield-shell'
+
+/** The first ```sh block of the README after `marker` (a step's bold heading, say), without the indentation of a list item's block. */
+function readmeBlock(readme: string, marker: string): string {
+  const at = readme.indexOf(marker)
+  if (at < 0) throw new Error(`README: no ${JSON.stringify(marker)}`)
+  const fence = /^( *)```sh\n([^]*?)\n\1```$/m.exec(readme.slice(at))
+  if (!fence) throw new Error(`README: no sh block after ${JSON.stringify(marker)}`)
+  const indent = fence[1]!
+  return fence[2]!.split('\n').map((line) => line.startsWith(indent) ? line.slice(indent.length) : line).join('\n')
+}
 
 let box: Container
 let api = ''
@@ -56,7 +68,7 @@ async function signedIn(name: string): Promise<Account> {
   return new Account(res.headers['set-cookie']![0]!.split(';')[0]!)
 }
 
-/** The README's `users` command for a deployed server, with `verb`, `name` and `role` in place of its example. */
+/** The README's `users` command for a deployed server, with `verb` and `name` in place of its example's (the role stays developer). */
 function users(t: Test, verb: string, name: string): string {
   const block = readmeBlock(README, 'On a server installed as in [Deploy](#deploy), run it as the service account')
   t.match(block, / users grant alice developer\)$/, 'the README\'s command grants alice')

@@ -1,9 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { removeCgroup } from '../../lib/bridge/cgroup.js'
+import { relay } from './relay.js'
+
+const RELAY_JS = fileURLToPath(new URL('./relay.js', import.meta.url))
 
 /**
  * This machine's own operating system booted in a systemd-nspawn container, systemd as its PID 1,
@@ -19,15 +23,17 @@ export interface Container {
   forward(port: number, from?: string): Promise<number>
   /** Shut the container down and remove its overlay. */
   stop(): Promise<void>
-  /** What systemd-nspawn printed (the boot's console). */
-  console(): string
 }
 
 /** Why a container cannot be booted here, or null when it can be tried. */
 export function containerUnavailable(): string | null {
   if (process.getuid?.() !== 0) return 'needs root (systemd-nspawn, overlay mounts)'
   if (spawnSync('systemd-nspawn', ['--version']).status !== 0) return 'needs systemd-nspawn (Debian package systemd-container)'
-  if (spawnSync('test', ['-x', '/lib/systemd/systemd']).status !== 0) return 'needs systemd (Debian package systemd)'
+  try {
+    accessSync('/lib/systemd/systemd', constants.X_OK)
+  } catch {
+    return 'needs systemd (Debian package systemd)'
+  }
   return null
 }
 
@@ -117,37 +123,18 @@ export async function bootContainer(checkout: string): Promise<Container> {
     // A Unix socket crosses network namespaces: a relay in the container's network (and nothing
     // else of it) listens on one, and a server here on 127.0.0.1 pipes each connection to it.
     const socketPath = path.join(dir, `port-${port}-${from}.sock`)
-    const relay = spawn('nsenter', ['-t', String(leader()), '-n', '--', process.execPath, '-e', `
-      const net = require('node:net')
-      net.createServer((c) => { const u = net.connect({ port: ${port}, host: '127.0.0.1', localAddress: ${JSON.stringify(from)} }); c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()) })
-        .listen(${JSON.stringify(socketPath)}, () => console.log('ready'))`], { stdio: ['ignore', 'pipe', 'inherit'], env: CLEAN_ENV })
-    relays.push(relay)
+    const target = { port, host: '127.0.0.1', localAddress: from }
+    const inside = spawn('nsenter', ['-t', String(leader()), '-n', '--', process.execPath, RELAY_JS, JSON.stringify({ path: socketPath }), JSON.stringify(target)],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: CLEAN_ENV })
+    relays.push(inside)
     await new Promise<void>((resolve, reject) => {
-      relay.stdout!.once('data', () => resolve())
-      relay.once('exit', (code) => reject(new Error(`the relay to port ${port} exited ${code}`)))
+      inside.stdout!.once('data', () => resolve())
+      inside.once('exit', (code) => reject(new Error(`the relay to port ${port} exited ${code}`)))
     })
-    const server = net.createServer((c) => {
-      const u = net.connect(socketPath)
-      c.pipe(u).pipe(c)
-      c.on('error', () => u.destroy())
-      u.on('error', () => c.destroy())
-    })
+    const server = await relay({ port: 0, host: '127.0.0.1' }, { path: socketPath })
     servers.push(server)
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
     return (server.address() as net.AddressInfo).port
   }
 
-  return { sh, forward, stop, console: () => output }
+  return { sh, forward, stop }
 }
-
-/** The first ```sh block of the README after `marker` (a step's bold heading, say), without the indentation of a list item's block. */
-export function readmeBlock(readme: string, marker: string): string {
-  const at = readme.indexOf(marker)
-  if (at < 0) throw new Error(`README: no ${JSON.stringify(marker)}`)
-  const fence = /^( *)```sh\n([^]*?)\n\1```$/m.exec(readme.slice(at))
-  if (!fence) throw new Error(`README: no sh block after ${JSON.stringify(marker)}`)
-  const indent = fence[1]!
-  return fence[2]!.split('\n').map((line) => line.startsWith(indent) ? line.slice(indent.length) : line).join('\n')
-}
-
-export const readReadme = (root: string): string => readFileSync(path.join(root, 'README.md'), 'utf8')

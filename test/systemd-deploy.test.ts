@@ -148,6 +148,12 @@ t.test('a developer\'s terminal: the shell account, its home, a clean environmen
   t.equal(inside(t, `ps -o user= -p ${bridge}`).trim(), 'playfield-shell', 'the bridge runs as the shell account')
   t.match(await term.run('cat /proc/self/cgroup'), new RegExp(`0::/system\\.slice/playfield-terminal\\.service/playfield-terminal\\.${bridge}/t\\d+\\r?\\n`), 'but in a cgroup of its terminal, in the unit\'s delegated tree')
 
+  // Delegate=yes: systemd marks the unit's cgroup as handed over (trusted.delegate) and leaves the
+  // tree under it to the bridge; without it that tree is systemd's own to manage
+  // (systemd.resource-control(5), Delegate=), though nothing here would show it yet.
+  const unitCgroup = '"$(findmnt -n -t cgroup2 -o TARGET | head -n 1)/system.slice/playfield-terminal.service"'
+  t.equal(inside(t, `python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "trusted.delegate").decode())' ${unitCgroup}`).trim(), '1', 'a tree systemd delegated to the bridge')
+
   // Closing the socket ends the shell's jobs, the ones that left its session and ignore SIGHUP too.
   await term.run(`nohup sleep 1041 >/dev/null 2>&1 & setsid -f sh -c 'trap "" HUP; exec sleep 1042' </dev/null >/dev/null 2>&1; sleep 0.2`)
   t.equal(inside(t, 'pgrep -c -x -f "sleep 104[12]"').trim(), '2', 'two jobs running')

@@ -196,6 +196,26 @@ t.test('GET /api/leaderboards/{id}: defaults, ownRecord, and its errors', async 
   })()
   t.type(cursorFromOtherBoard, 'string')
   t.equal((await anon.get(`/api/leaderboards/fx-incr-desc?cursor=${cursorFromOtherBoard}`)).status, 400, 'a cursor of another board')
+
+  // Strings that base64 decodes to the same cursor: a stray last character (decoding drops it),
+  // or the last character with other unused low bits. Each is refused; the cursor as issued, and
+  // with its padding, reads the second page.
+  const second = await anon.get(`/api/leaderboards/fx-daily?limit=1&cursor=${cursorFromOtherBoard}`)
+  const secondPage = (await second.json()) as { records: unknown[] }
+  t.equal(second.status, 200, 'the cursor as issued is read')
+  t.equal(secondPage.records.length, 1, 'the second page')
+  const padded = cursorFromOtherBoard.padEnd(Math.ceil(cursorFromOtherBoard.length / 4) * 4, '=')
+  t.strictSame(await (await anon.get(`/api/leaderboards/fx-daily?limit=1&cursor=${padded}`)).json(), secondPage, 'and with its padding')
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const last = alphabet.indexOf(cursorFromOtherBoard.at(-1)!)
+  const aliases = [`${cursorFromOtherBoard}A`, `${cursorFromOtherBoard.slice(0, -1)}${alphabet[last ^ 1]}`]
+    .filter((alias) => Buffer.from(alias, 'base64url').equals(Buffer.from(cursorFromOtherBoard, 'base64url')))
+  t.ok(aliases.length > 0, 'a string that decodes to the same cursor exists')
+  for (const alias of aliases) {
+    const res = await anon.get(`/api/leaderboards/fx-daily?limit=1&cursor=${alias}`)
+    t.equal(res.status, 400, `${alias}: 400`)
+    t.strictSame(await res.json(), { error: 'cursor is not valid', code: 'VALIDATION_FAILED', details: [{ path: '/cursor', message: 'cursor is not valid' }] }, `${alias}: not a cursor of ours`)
+  }
 })
 
 t.test('GET /api/leaderboards/submit is 405 with Allow: POST, not a read of a board called "submit"', async (t) => {

@@ -123,8 +123,12 @@ t.test('X-Forwarded-For from a trusted proxy: the nearest hop it does not trust 
   // nginx appends the address it saw to whatever the client sent: the last hops are the real ones.
   t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '203.0.113.9, 198.51.100.7' }), { ip: '198.51.100.7', proto: 'http' }, 'a spoofed first hop is not the client')
   t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '203.0.113.9, 198.51.100.7, 127.0.0.1' }), { ip: '198.51.100.7', proto: 'http' }, 'trusted hops are passed over')
-  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '198.51.100.7, unknown' }), { ip: '198.51.100.7', proto: 'http' }, 'a hop that is no address is passed over')
-  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '198.51.100.7, x","event":"forged' }), { ip: '198.51.100.7', proto: 'http' }, 'so is one that would break the access log line')
+  // A hop that is no address ends the chain: the hops before it may be the client's own words, and
+  // taken as its address they would let it choose a new one for each sign-in it fails.
+  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '198.51.100.7, unknown' }), { ip: '127.0.0.1', proto: 'http' }, 'a hop that is no address: the proxy that wrote it is the client')
+  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '203.0.113.9, 198.51.100.7:5555' }), { ip: '127.0.0.1', proto: 'http' }, 'an address with a port is none either')
+  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '203.0.113.9, unknown, 127.0.0.1' }), { ip: '127.0.0.1', proto: 'http' }, 'nor is what lies before it behind a trusted hop')
+  t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '198.51.100.7, x","event":"forged' }), { ip: '127.0.0.1', proto: 'http' }, 'one that would break the access log line is never logged')
   t.strictSame(await clientOf(new BlockList(), { 'x-forwarded-for': '203.0.113.9' }), { ip: '127.0.0.1', proto: 'http' }, 'an untrusted peer is the client, whatever it says')
 })
 

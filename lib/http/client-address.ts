@@ -31,9 +31,14 @@ export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAdd
   }
   const forwarded = header(req, 'x-forwarded-for')
   if (forwarded) {
-    const hops = forwarded.split(',').map((s) => normalize(s.trim())).filter((s) => isIP(s) !== 0)
+    // From the nearest hop outwards, each written by the trusted one after it. A hop that is no
+    // address (`unknown`, `1.2.3.4:5555`) ends the walk: what lies before it the client may have
+    // written, so the client is the trusted hop that wrote it (the peer, when that is the proxy).
+    const hops = forwarded.split(',')
     for (let i = hops.length - 1; i >= 0; i--) {
-      ip = hops[i]!
+      const hop = normalize(hops[i]!.trim())
+      if (isIP(hop) === 0) break
+      ip = hop
       if (!isTrusted(ip, trust)) break
     }
   }

@@ -104,18 +104,30 @@ t.test('a Content-Encoding of identity is no coding in any case: IDENTITY is rea
   t.equal(gz.status, 415, 'GZIP is gzip: refused')
 })
 
-/** A server that believes the proxies in `trust`; resolves with the client address one request from 127.0.0.1 is given. */
-async function clientOf(trust: BlockList, headers: Record<string, string>): Promise<unknown> {
-  const proxied = createServer({ router, origins: [], trustProxy: trust, log: () => {} })
+/**
+ * A server that believes the proxies in `trust`; resolves with the client address each request
+ * from 127.0.0.1 (with `headers`, one after another) is given, and the server's log lines but
+ * the access log's.
+ */
+async function clientsOf(trust: BlockList, ...requests: Record<string, string>[]): Promise<{ clients: unknown[]; logged: Record<string, unknown>[] }> {
+  const logged: Record<string, unknown>[] = []
+  const proxied = createServer({ router, origins: [], trustProxy: trust, log: (entry) => logged.push(entry) })
   await new Promise<void>((resolve) => proxied.listen(0, '127.0.0.1', resolve))
   try {
-    const res = await rawRequest(`http://127.0.0.1:${(proxied.address() as AddressInfo).port}`, 'GET', '/api/whoami', headers)
-    const { ip, proto } = jsonOf(res) as { ip: string; proto: string }
-    return { ip, proto }
+    const clients: unknown[] = []
+    for (const headers of requests) {
+      const res = await rawRequest(`http://127.0.0.1:${(proxied.address() as AddressInfo).port}`, 'GET', '/api/whoami', headers)
+      const { ip, proto } = jsonOf(res) as { ip: string; proto: string }
+      clients.push({ ip, proto })
+    }
+    return { clients, logged: logged.filter((entry) => entry.event !== 'http.request') }
   } finally {
     await closeGracefully(proxied, 1000)
   }
 }
+
+/** The client address one request from 127.0.0.1 with `headers` is given, by a server that believes the proxies in `trust`. */
+const clientOf = async (trust: BlockList, headers: Record<string, string>): Promise<unknown> => (await clientsOf(trust, headers)).clients[0]
 
 t.test('X-Forwarded-For from a trusted proxy: the nearest hop it does not trust is the client, never one the client wrote before it', async (t) => {
   const loopback = new BlockList()
@@ -130,6 +142,13 @@ t.test('X-Forwarded-For from a trusted proxy: the nearest hop it does not trust 
   t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '203.0.113.9, unknown, 127.0.0.1' }), { ip: '127.0.0.1', proto: 'http' }, 'nor is what lies before it behind a trusted hop')
   t.strictSame(await clientOf(loopback, { 'x-forwarded-for': '198.51.100.7, x","event":"forged' }), { ip: '127.0.0.1', proto: 'http' }, 'one that would break the access log line is never logged')
   t.strictSame(await clientOf(new BlockList(), { 'x-forwarded-for': '203.0.113.9' }), { ip: '127.0.0.1', proto: 'http' }, 'an untrusted peer is the client, whatever it says')
+
+  // The operator hears of it once: every client of such a proxy now counts as the proxy.
+  const { clients, logged } = await clientsOf(loopback, { 'x-forwarded-for': '198.51.100.7' }, { 'x-forwarded-for': `unknown${'x'.repeat(100)}` }, { 'x-forwarded-for': '203.0.113.9:5555' })
+  t.strictSame(clients, [{ ip: '198.51.100.7', proto: 'http' }, { ip: '127.0.0.1', proto: 'http' }, { ip: '127.0.0.1', proto: 'http' }], 'the clients')
+  t.match(logged, [{ event: 'http.forwarded_unread', proxy: '127.0.0.1', hop: `unknown${'x'.repeat(57)}`, note: /TRUST_PROXY/ }], 'one line, at the first hop that is no address (its first 64 characters)')
+  t.equal(logged[0]?.hop, `unknown${'x'.repeat(57)}`, 'cut to 64 characters')
+  t.equal(logged.length, 1, 'and no more')
 })
 
 t.test('a request the parser refuses is answered with Vary: Origin like any other answer to an /api/ request', async (t) => {

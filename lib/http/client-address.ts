@@ -14,6 +14,8 @@ type PeerSocket = IncomingMessage['socket'] & { [kPeer]?: ClientAddress | null }
 interface ClientAddress {
   readonly ip: string
   readonly proto: 'http' | 'https'
+  /** The X-Forwarded-For hop, no address, that ended the reading (the proxy that wrote it stands for the client). */
+  readonly unread?: string
 }
 
 /** The client address: the peer's, unless the peer is a trusted proxy, then the nearest untrusted X-Forwarded-For hop. */
@@ -29,6 +31,7 @@ export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAdd
     socket[kPeer] = address
     if (address) return address
   }
+  let unread: string | undefined
   const forwarded = header(req, 'x-forwarded-for')
   if (forwarded) {
     // From the nearest hop outwards, each written by the trusted one after it. A hop that is no
@@ -37,7 +40,10 @@ export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAdd
     const hops = forwarded.split(',')
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = normalize(hops[i]!.trim())
-      if (isIP(hop) === 0) break
+      if (isIP(hop) === 0) {
+        unread = hop
+        break
+      }
       ip = hop
       if (!isTrusted(ip, trust)) break
     }
@@ -45,7 +51,7 @@ export function clientAddress(req: IncomingMessage, trust: BlockList): ClientAdd
   // A scheme is case-insensitive (RFC 3986 §3.1): HTTPS is https.
   const fproto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase()
   if (fproto === 'https' || fproto === 'http') proto = fproto
-  return { ip, proto }
+  return unread === undefined ? { ip, proto } : { ip, proto, unread }
 }
 
 function normalize(address: string): string {

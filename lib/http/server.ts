@@ -80,9 +80,10 @@ export class Exchange implements RouteContext {
     readonly log: ((entry: Record<string, unknown>) => void) | undefined,
     trust: BlockList,
   ) {
-    const { ip, proto } = clientAddress(req, trust)
+    const { ip, proto, unread } = clientAddress(req, trust)
     this.ip = ip
     this.proto = proto
+    if (unread !== undefined) warnUnread(log, ip, unread)
     this.method = req.method ?? 'GET'
     this.target = req.url ?? '/'
     const pathname = pathnameOf(this.target)
@@ -119,6 +120,24 @@ export class Exchange implements RouteContext {
     }
     sendError(res, httpError, !this.api)
   }
+}
+
+/** The servers' logs that have been told of an X-Forwarded-For hop they could not read: once each. */
+const warnedUnread = new WeakSet<object>()
+
+/**
+ * Once per server: requests through a trusted proxy that writes hops that are no address (`unknown`,
+ * `ip:port`) all count as that proxy, their sign-in failures together, which an operator should hear of.
+ */
+function warnUnread(log: ((entry: Record<string, unknown>) => void) | undefined, proxy: string, hop: string): void {
+  if (log === undefined || warnedUnread.has(log)) return
+  warnedUnread.add(log)
+  log({
+    event: 'http.forwarded_unread',
+    proxy,
+    hop: hop.slice(0, 64),
+    note: 'an X-Forwarded-For hop from a trusted proxy is no address: the proxy stands for its clients (README, TRUST_PROXY); logged once',
+  })
 }
 
 /** Connections that end after the answer being made: requests read on them after it are not served. */

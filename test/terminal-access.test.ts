@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { accessChangedCredential, accessProof, bridgeCredential, isAccessProof, mintTicket } from '../lib/ticket.js'
 import { sealKeys, sealReference, unseal } from '../lib/platform/seal.js'
+import { namedByDevAccess } from '../lib/platform/dev-gate.js'
+import type { App } from '../lib/platform/app.js'
 import { expectError } from './helpers/accounts.js'
 import { Client, freePort, runUsersOk, startPlatform, tempDir, type RunningProcess } from './helpers/platform.js'
 import { alive, connect, openTerminalAt, ORIGIN, signInAt, startBridge, TICKET_SECRET, until, upgradeStatus, type TermClient } from './helpers/terminal.js'
@@ -371,4 +373,15 @@ t.test('TERMINAL_ACCESS_CHECK_S=0: the bridge asks the platform nothing, neither
   t.match(await term.run('echo unchecked'), /^unchecked/)
   t.equal(proving.asked(), 0, 'no question asked')
   t.equal(term.closed, null, 'and the terminal open')
+})
+
+t.test('DEV_ACCESS_USERS: a listed id admits the account with that id, never one whose name is spelled as it', (t) => {
+  const id = '3f0c2a8e-1b2c-4d5e-8f90-a1b2c3d4e5f6'
+  for (const kind of ['embedded', 'nakama'] as const) {
+    const app = { config: { devAccessUsers: [id, 'Dana'] }, backend: { kind } } as unknown as App
+    t.equal(namedByDevAccess(app, id), false, `${kind}: a name spelled as a listed id`)
+    t.equal(namedByDevAccess(app, id.toUpperCase()), false, `${kind}: in upper case too`)
+    t.equal(namedByDevAccess(app, 'Dana'), true, `${kind}: a listed name`)
+  }
+  t.end()
 })

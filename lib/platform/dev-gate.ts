@@ -50,7 +50,14 @@ export function sameUsername(app: App, a: string, b: string): boolean {
   return app.backend.kind === 'nakama' ? a === b : a.toLowerCase() === b.toLowerCase()
 }
 
-/** Whether DEV_ACCESS_USERS lists this username. */
+/** An entry of DEV_ACCESS_USERS that is a user id (a lower-case UUID), not a name (config.ts). */
+const USER_ID = /^[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$/
+
+/**
+ * Whether DEV_ACCESS_USERS lists this username: among its names only. A listed id is no name, so
+ * an account whose name is spelled as another's id (a name no rule of the platform allows, but
+ * Nakama itself takes names up to 128 characters) is not admitted by it.
+ */
 export function namedByDevAccess(app: App, username: string): boolean {
-  return app.config.devAccessUsers.some((entry) => sameUsername(app, entry, username))
+  return app.config.devAccessUsers.some((entry) => !USER_ID.test(entry) && sameUsername(app, entry, username))
 }

@@ -19,9 +19,11 @@ const SECRETS = variable(
 const COUNT = variable(Type.String({ pattern: '^[1-9][0-9]{0,3}$' }), 'an integer from 1 to 9999')
 const USER = variable(Type.String({ pattern: '^[a-z_][a-z0-9_-]{0,31}$' }), 'a system account name')
 const SHELL_PATH = variable(Type.String({ pattern: '^/\\S+$' }), 'an absolute path to a shell')
+/** A user id as both backends write it: a lower-case UUID. */
+export const USER_ID = '[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}'
 // Entries only an account could have: `alice;bob` would admit no one, and start without a word.
 // Ids as both backends write them, lower case: the gate compares ids exactly.
-const ACCOUNT = '(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})?'
+const ACCOUNT = `(?:[A-Za-z0-9][A-Za-z0-9_-]{2,23}|${USER_ID})?`
 const LIST = variable(Type.String({ pattern: commaList(ACCOUNT) }), 'a comma list of user ids (lower-case UUIDs) or usernames (3-24 of A-Z a-z 0-9 _ -), spaces only around the commas')
 const SECONDS = variable(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), 'a whole number of seconds from 0 to 99999')
 const BOOL = variable(Type.Union([Type.Literal('true'), Type.Literal('false')]), '"true" or "false"')

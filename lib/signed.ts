@@ -23,6 +23,18 @@ export function signedByOneOf(keys: readonly string[], data: string, signature: 
 }
 
 /**
+ * The bytes `text` encodes when it is base64url as an encoder writes it (with its `=` padding too,
+ * where `padded` allows it); null for any other spelling. Node's decoding drops a stray last
+ * character and ignores the last one's spare bits, so other strings would decode to the same bytes.
+ */
+export function decodeCanonical(text: string, padded = false): Buffer | null {
+  const bytes = Buffer.from(text, 'base64url')
+  const canonical = bytes.toString('base64url')
+  if (text === canonical) return bytes
+  return padded && text === canonical.padEnd(Math.ceil(canonical.length / 4) * 4, '=') ? bytes : null
+}
+
+/**
  * A base64url JSON part (a JWT's header or payload, a ticket's claims) as an object; null when it
  * is missing, no JSON or no object. It reads; checking the signature is the caller's job.
  */

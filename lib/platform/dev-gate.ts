@@ -1,3 +1,4 @@
+import { USER_ID } from '../config.js'
 import type { RouteContext } from '../http/router.js'
 import type { App, SessionUser } from './app.js'
 import type { SessionState } from './seal.js'
@@ -50,8 +51,8 @@ export function sameUsername(app: App, a: string, b: string): boolean {
   return app.backend.kind === 'nakama' ? a === b : a.toLowerCase() === b.toLowerCase()
 }
 
-/** An entry of DEV_ACCESS_USERS that is a user id (a lower-case UUID), not a name (config.ts). */
-const USER_ID = /^[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$/
+/** An entry of DEV_ACCESS_USERS that is a user id, not a name. */
+const LISTED_ID = new RegExp(`^${USER_ID}$`)
 
 /**
  * Whether DEV_ACCESS_USERS lists this username: among its names only. A listed id is no name, so
@@ -59,5 +60,5 @@ const USER_ID = /^[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$/
  * Nakama itself takes names up to 128 characters) is not admitted by it.
  */
 export function namedByDevAccess(app: App, username: string): boolean {
-  return app.config.devAccessUsers.some((entry) => !USER_ID.test(entry) && sameUsername(app, entry, username))
+  return app.config.devAccessUsers.some((entry) => !LISTED_ID.test(entry) && sameUsername(app, entry, username))
 }

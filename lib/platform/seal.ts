@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
 import { Compile, Type } from '../typebox.js'
+import { decodeCanonical } from '../signed.js'
 
 /** What the session cookie carries (CONTRACT §2): enough for any platform instance to serve the user. */
 export interface SessionState {
@@ -88,9 +89,9 @@ function sealText(text: string, keys: readonly Buffer[], context: Buffer): strin
 /** The JSON value sealed in `sealed` for `context` under one of `keys`; undefined when none opens it. */
 function openJson(sealed: string, keys: readonly Buffer[], context: Buffer): unknown {
   if (sealed.length > MAX_SEALED_CHARS || !/^[A-Za-z0-9_-]+$/.test(sealed)) return undefined
-  const raw = Buffer.from(sealed, 'base64url')
   // Only the canonical encoding: the spare bits of the last character must not give a second spelling.
-  if (raw.length <= IV_BYTES + TAG_BYTES || raw.toString('base64url') !== sealed) return undefined
+  const raw = decodeCanonical(sealed)
+  if (raw === null || raw.length <= IV_BYTES + TAG_BYTES) return undefined
   const iv = raw.subarray(0, IV_BYTES)
   const body = raw.subarray(IV_BYTES, raw.length - TAG_BYTES)
   const tag = raw.subarray(raw.length - TAG_BYTES)

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
@@ -137,6 +137,48 @@ t.test('logout on one instance ends the session on the other', async (t) => {
   const res = await copy.get('/api/auth/session')
   t.equal(res.status, 401)
   t.same(await res.json(), { error: 'no session', code: 'NO_SESSION' })
+})
+
+t.test("switching a DATA_DIR's platform to Nakama and back: nothing moves, each backend's cookies are NO_SESSION on the other, the embedded database is kept", async (t) => {
+  const dataDir = tempDir()
+  const files = () => Object.fromEntries(readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).sort().map((f) => {
+    const file = path.join(dataDir, f)
+    return [f, statSync(file).isFile() ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'dir']
+  }))
+  const embeddedEnv = { SESSION_SECRET, MANIFESTS_DIR: FIXTURES, GAME_BACKEND: undefined }
+  const embedded = await startPlatform({ dataDir, env: embeddedEnv })
+  const before = new Client(embedded.url)
+  t.equal((await before.post('/api/auth/register', { username: name('move'), password: 'correct horse' })).status, 200)
+  t.equal((await before.post('/api/leaderboards/submit', { leaderboardId: 'fx-best-desc', score: 7 })).status, 200)
+  await embedded.stop()
+  const kept = files()
+  t.ok(kept['playfield.sqlite'], 'the embedded database is in DATA_DIR')
+
+  const onNakama = await startPlatform({ dataDir, env })
+  t.teardown(() => onNakama.stop())
+  const stale = await on(onNakama, before).get('/api/auth/session')
+  t.equal(stale.status, 401, "an embedded session's cookie opens (same SESSION_SECRET) but names no Nakama session")
+  t.same(await stale.json(), { error: 'no session', code: 'NO_SESSION' })
+  const login = await new Client(onNakama.url).post('/api/auth/login', { username: name('move'), password: 'correct horse' })
+  t.equal(login.status, 401, 'the embedded account is not in Nakama')
+  t.same(await login.json(), { error: 'wrong username or password', code: 'INVALID_CREDENTIALS' })
+  const board = await json(await new Client(onNakama.url).get('/api/leaderboards/fx-best-desc?limit=100'))
+  t.notOk(board.records.some((r: { username: string }) => r.username === name('move')), 'nor its score')
+  const after = new Client(onNakama.url)
+  t.equal((await after.post('/api/auth/register', { username: name('move'), password: 'other horse' })).status, 200, 'the name is free in Nakama')
+  await onNakama.stop()
+  t.same(files(), kept, 'the platform on Nakama left every file of DATA_DIR as it was (the secrets it shares with the embedded one included)')
+
+  const back = await startPlatform({ dataDir, env: embeddedEnv })
+  t.teardown(() => back.stop())
+  const resumed = await on(back, before).get('/api/auth/session')
+  t.equal(resumed.status, 200, "switched back, the embedded session's cookie works again")
+  t.match(await resumed.json(), { success: true, user: { username: name('move') } })
+  const foreign = await on(back, after).get('/api/auth/session')
+  t.equal(foreign.status, 401, "a Nakama session's cookie names no embedded session")
+  t.same(await foreign.json(), { error: 'no session', code: 'NO_SESSION' })
+  const scores = await json(await new Client(back.url).get('/api/leaderboards/fx-best-desc?limit=100'))
+  t.same(scores.records.map((r: { username: string; score: number }) => [r.username, r.score]), [[name('move'), 7]], 'the embedded board as it was')
 })
 
 t.test('leaderboards: created at start, written on one instance, read on the other, anonymous too', async (t) => {

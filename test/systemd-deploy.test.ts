@@ -186,8 +186,10 @@ t.test('the README\'s nftables rule keeps shells off 127.0.0.2, the address the 
   t.equal((await term.run(get('127.0.0.2'))).trim(), '000 exit 7', 'the shell account\'s connection from 127.0.0.2 is refused')
   t.equal((await term.run(get('127.0.0.1'))).trim(), '200 exit 0', 'its connection from 127.0.0.1 is answered')
   t.equal(inside(t, get('127.0.0.2')).trim(), '200 exit 0', 'root\'s from 127.0.0.2 is answered')
-  // A server of the shell account's at 127.0.0.2: its replies are not new connections.
-  await term.run('python3 -m http.server 8123 --bind 127.0.0.2 >/dev/null 2>&1 & sleep 1')
+  // A server of the shell account's at 127.0.0.2: its replies are not new connections. The shell
+  // waits until the server has bound its port (http.server says "Serving HTTP" once it has) or
+  // has exited; a fixed second was not always enough on a loaded machine.
+  await term.run('python3 -u -m http.server 8123 --bind 127.0.0.2 >http.log 2>&1 & until grep -q "^Serving HTTP" http.log || ! kill -0 $! 2>/dev/null; do sleep 0.1; done')
   t.equal(inside(t, get('127.0.0.1', 'http://127.0.0.2:8123/')).trim(), '200 exit 0', 'root reaches a server of the shell account\'s there')
 })
 

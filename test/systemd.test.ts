@@ -324,7 +324,7 @@ t.test('a bridge of the unit killed outright: the next one, with the unit\'s cap
   term.send({ type: 'create' })
   await term.frame('created')
   const mark = `105${process.pid}`
-  const job = Number((await term.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1; sleep 0.2; pgrep -u ${SHELL_USER} -x -f 'sleep ${mark}'`)).trim())
+  const job = Number((await term.run(`setsid -f sh -c 'trap "" HUP; exec sleep ${mark}' </dev/null >/dev/null 2>&1; until pgrep -u ${SHELL_USER} -x -f 'sleep ${mark}'; do sleep 0.05; done`)).trim())
   t.teardown(() => {
     if (job > 0 && alive(job)) process.kill(job, 'SIGKILL')
   })

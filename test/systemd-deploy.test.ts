@@ -155,8 +155,9 @@ t.test('a developer\'s terminal: the shell account, its home, a clean environmen
   t.equal(inside(t, `python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "trusted.delegate").decode())' ${unitCgroup}`).trim(), '1', 'a tree systemd delegated to the bridge')
 
   // Closing the socket ends the shell's jobs, the ones that left its session and ignore SIGHUP too.
-  await term.run(`nohup sleep 1041 >/dev/null 2>&1 & setsid -f sh -c 'trap "" HUP; exec sleep 1042' </dev/null >/dev/null 2>&1`)
-  await until(() => box.sh('pgrep -c -x -f "sleep 104[12]"').stdout.trim() === '2', 10_000, 'two jobs running')
+  // The shell waits until both have started (it sees its own account's processes).
+  await term.run(`nohup sleep 1041 >/dev/null 2>&1 & setsid -f sh -c 'trap "" HUP; exec sleep 1042' </dev/null >/dev/null 2>&1; until [ "$(pgrep -c -x -f 'sleep 104[12]')" = 2 ]; do sleep 0.05; done`)
+  t.equal(inside(t, 'pgrep -c -x -f "sleep 104[12]"').trim(), '2', 'two jobs running')
   term.ws.close()
   await until(() => box.sh('pgrep -x -f "sleep 104[12]"').status === 1, 10_000, 'the jobs to end')
   t.equal(box.sh(`kill -0 ${pid}`).status, 1, 'the shell is gone')
